@@ -860,6 +860,10 @@ pub struct Dataset {
     /// Other things about the data a user should hear before training on
     /// it (regression targets far from unit scale).
     pub notes: Vec<String>,
+    /// Whether a note says the inputs (or a feature) are far from unit
+    /// scale: a run that then diverges is told to scale them, not only to
+    /// lower the rate.
+    pub unscaled: bool,
 }
 
 /// How many times the 99th percentile of a data set's nonzero magnitudes a
@@ -1142,9 +1146,11 @@ impl Dataset {
             // (An outlier, or one feature far out, is the cause: said. A
             // table's features are scaled to at most 1 by their largest.)
             let arrays = kind.ends_with(".npy") || kind.ends_with(".safetensors");
-            if arrays && dataset.outlier.is_none() && features.is_none() {
-                dataset.notes.extend(find_input_scale(&names, rows));
-            }
+            let inputs = (arrays && dataset.outlier.is_none() && features.is_none())
+                .then(|| find_input_scale(&names, rows))
+                .flatten();
+            dataset.unscaled = inputs.is_some() || features.is_some();
+            dataset.notes.extend(inputs);
             dataset.notes.extend(features);
             // (Targets read for predictions feed nothing.)
             if !options.predicting {
@@ -1876,6 +1882,7 @@ fn table_of(
                 kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
                 outlier: None,
                 notes: notes.clone(),
+                unscaled: false,
             },
             alone,
         ));
@@ -1910,6 +1917,7 @@ fn table_of(
                 kind: Kind::Rows(data),
                 outlier,
                 notes: notes.clone(),
+                unscaled: false,
             },
             alone,
         ));
@@ -1950,6 +1958,7 @@ fn table_of(
             kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
             outlier: None,
             notes,
+            unscaled: false,
         },
         alone,
     ))
@@ -2201,6 +2210,7 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
             })
             .into_iter()
             .collect(),
+        unscaled: false,
     })
 }
 
@@ -2381,7 +2391,16 @@ fn safetensor_values(view: &safetensors::tensor::TensorView<'_>) -> std::result:
         D::BOOL => data.iter().map(|&b| (b != 0) as u8 as f64).collect(),
         D::F16 => words(2).map(|c| half_f16(u16::from_le_bytes([c[0], c[1]]))).collect(),
         D::BF16 => words(2).map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16) as f64).collect(),
-        other => return Err(format!("its element type {other:?} is not one AICF reads")),
+        D::I16 => words(2).map(|c| i16::from_le_bytes([c[0], c[1]]) as f64).collect(),
+        D::U16 => words(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as f64).collect(),
+        D::U32 => words(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
+        D::U64 => words(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()) as f64).collect(),
+        other => {
+            return Err(format!(
+                "its element type {other:?} is not one AICF reads (F16, BF16, F32, F64, I8 to I64, U8 to U64, \
+                 BOOL): convert it first (x.float(), or x.astype(np.float32))"
+            ));
+        }
     })
 }
 
@@ -2430,13 +2449,23 @@ fn read_npy(path: &Path) -> Result<Array> {
         (npyz::TypeChar::Int, 4) => npy.into_vec::<i32>().map_err(fail)?.into_iter().map(f64::from).collect(),
         (npyz::TypeChar::Int, 8) => npy.into_vec::<i64>().map_err(fail)?.into_iter().map(|v| v as f64).collect(),
         (npyz::TypeChar::Uint, 1) => npy.into_vec::<u8>().map_err(fail)?.into_iter().map(f64::from).collect(),
+        // (16-bit images and audio, narrow ids and labels, half floats:
+        // they were refused, where a safetensors file of them read.)
+        (npyz::TypeChar::Float, 2) => {
+            npy.into_vec::<npyz::half::f16>().map_err(fail)?.into_iter().map(f64::from).collect()
+        }
+        (npyz::TypeChar::Int, 1) => npy.into_vec::<i8>().map_err(fail)?.into_iter().map(f64::from).collect(),
+        (npyz::TypeChar::Int, 2) => npy.into_vec::<i16>().map_err(fail)?.into_iter().map(f64::from).collect(),
+        (npyz::TypeChar::Uint, 2) => npy.into_vec::<u16>().map_err(fail)?.into_iter().map(f64::from).collect(),
+        (npyz::TypeChar::Uint, 4) => npy.into_vec::<u32>().map_err(fail)?.into_iter().map(f64::from).collect(),
+        (npyz::TypeChar::Uint, 8) => npy.into_vec::<u64>().map_err(fail)?.into_iter().map(|v| v as f64).collect(),
         (npyz::TypeChar::Bool, 1) => {
             npy.into_vec::<bool>().map_err(fail)?.into_iter().map(|b| b as u8 as f64).collect()
         }
         _ => {
             return Err(bad(format!(
-                "{name}: element type '{ty}' is not one AICF reads (f4, f8, i4, i8, u1 or bool; numpy's dtype \
-                 string: float32, float64, int32, int64, uint8, bool)"
+                "{name}: element type '{ty}' is not one AICF reads (float16, float32, float64, int8 to int64, \
+                 uint8 to uint64, bool): convert it first, as x.astype(np.float32)"
             )));
         }
     };
@@ -2589,15 +2618,35 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
             // (A regression's targets fed to a classifier's labels: an ONNX
             // model imports with cross-entropy unless told --loss mse.)
             let one_hot = sig.classes().is_some_and(|c| a.shape[..] == [rows, c]);
-            let hint = if input.role == Role::Target && options.predicting {
-                "; it is the target, which predictions do not read: leave it out"
+            let shape = want.iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
+            let hint: std::borrow::Cow<str> = if input.role == Role::Target && options.predicting {
+                "; it is the target, which predictions do not read: leave it out".into()
             } else if input.role == Role::Target && is_int(input.dtype) && sig.classifies() && one_hot {
-                "; it is the target, class indices: give each row's class (argmax of a one-hot row)"
+                "; it is the target, class indices: give each row's class (argmax of a one-hot row)".into()
             } else if input.role == Role::Target && is_int(input.dtype) && sig.classifies() {
                 "; it is the target, the class labels a cross-entropy takes: a regression's targets need a model \
                  whose loss is a squared error (an ONNX model: --loss mse)"
+                    .into()
+            } else if input.role == Role::Data
+                && a.shape.len() == 4
+                && want.len() == 3
+                && a.shape[1..] == [want[1], want[2], want[0]]
+            {
+                // Images as PIL, TensorFlow and OpenCV keep them.
+                "; its channels are last (NHWC): the model takes them first (NCHW), x.transpose(0, 3, 1, 2)".into()
+            } else if input.role == Role::Data
+                && a.shape.len() > 1
+                && a.shape[1..].iter().product::<usize>() == want.iter().product::<usize>()
+            {
+                // (Not read so without a word: channels last are as many
+                // values in another order.)
+                format!(
+                    "; the same number of values per example: if they are in the model's order, reshape it first, \
+                     x.reshape(-1, {shape}) (a table's rows are read so)"
+                )
+                .into()
             } else {
-                ""
+                "".into()
             };
             return Err(bad(format!(
                 "{}: input #{i} of the model is {} ({} examples of {:?}); the array is {:?}{hint}",
@@ -2744,6 +2793,7 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
         kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
         outlier,
         notes: Vec::new(),
+        unscaled: false,
     })
 }
 
@@ -3055,6 +3105,8 @@ mod tests {
             metadata: std::collections::BTreeMap::new(),
             outlier: None,
             notes: Vec::new(),
+            unscaled: false,
+            unscaled: false,
         };
         assert_eq!(d.whole_batches(2, 2), (1, 1));
         assert_eq!((d.train_len(), d.held_len(), d.loaded_len()), (6, 2, 10));

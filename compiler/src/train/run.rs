@@ -2398,6 +2398,11 @@ impl<'a> Loop<'a> {
         }
         match &self.data.outlier {
             Some(outlier) => format!("the data holds an outlier ({outlier}): fix it before lowering the learning rate"),
+            // (Inputs of 6e4 trained to a loss 100 times the guess, and the
+            // run was told to lower the rate.)
+            None if self.data.unscaled => "the inputs are far from a scale of 1 (the note before training says which \
+                                           and how to scale them): scale them before lowering the learning rate"
+                .into(),
             None => LOWER_RATE.into(),
         }
     }

@@ -336,6 +336,29 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
     let wrong = npy("x64.npy", &[rows as u64, 64], &|push| x.iter().for_each(|&v| push(v as f64)));
     let e = Dataset::load(&[wrong, py], &sig, &options).err().unwrap().to_string();
     assert!(e.contains("input #0 of the model is [32, 1, 8, 8] f32") && e.contains("[40, 64]"), "{e}");
+    assert!(e.contains("reshape it first, x.reshape(-1, 1, 8, 8)"), "{e}");
+
+    // Narrower element types read as the same values (float16 images,
+    // uint16 or int8 labels were refused; a safetensors file of them read).
+    fn typed<T: npyz::Serialize + npyz::AutoSerialize>(path: &Path, shape: &[u64], values: Vec<T>) -> PathBuf {
+        use npyz::WriterBuilder;
+        let mut bytes = Vec::new();
+        let mut w = npyz::WriteOptions::<T>::new().default_dtype().shape(shape).writer(&mut bytes).begin_nd().unwrap();
+        values.iter().for_each(|v| w.push(v).unwrap());
+        w.finish().unwrap();
+        std::fs::write(path, bytes).unwrap();
+        path.to_path_buf()
+    }
+    let shape = [rows as u64, 1, 8, 8];
+    let half = typed(&dir.join("x-f16.npy"), &shape, x.iter().map(|&v| npyz::half::f16::from_f64(v as f64)).collect());
+    for labels in [
+        typed(&dir.join("y-u16.npy"), &[rows as u64], y.iter().map(|&v| v as u16).collect()),
+        typed(&dir.join("y-i8.npy"), &[rows as u64], y.iter().map(|&v| v as i8).collect()),
+        typed(&dir.join("y-u64.npy"), &[rows as u64], y.iter().map(|&v| v as u64).collect()),
+    ] {
+        let narrow = Dataset::load(&[half.clone(), labels], &sig, &options).unwrap();
+        assert_eq!(narrow.batch(Split::Train, &(0..30).collect::<Vec<_>>()), all);
+    }
 
     // Integers the model's i32 input cannot hold are refused by place
     // (token ids of 2^40 were saturated to 2^31 - 1 without a word; ONNX's

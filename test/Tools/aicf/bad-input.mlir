@@ -162,6 +162,13 @@
 // WARMGUESS: worse than guessing; training did not converge; the warm-up (100000 steps) covers the whole run (45 steps), so the rate was below --lr until its end: shorten --warmup-steps or train longer
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --flops-budget 1 --no-runs-db --no-progress --out %t/short 2>&1 | FileCheck %s --check-prefix=SHORTGUESS
 // SHORTGUESS: worse than guessing; training did not converge; it took only 1 step: train longer (more epochs, rows or windows), and if that does not help, lower the learning rate
+// Arrays far from unit scale (16-bit pixels) that then train worse than a
+// guess are told to be scaled, as the note before training said (the
+// advice was to lower the rate); uint16 pixels and int8 labels read.
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | python3 -c "import sys, struct; rows = [[float(c) for c in l.split(',')] for l in sys.stdin if l.strip()]; head = lambda d, s: (lambda h: b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h)(((\"{'descr': '%%s', 'fortran_order': False, 'shape': %%s, }\" %% (d, s)).ljust(117) + '\n').encode()); open(sys.argv[1], 'wb').write(head('<u2', '(%%d, 64)' %% len(rows)) + b''.join(struct.pack('<64H', *[int(v * 4000) for v in r[:64]]) for r in rows)); open(sys.argv[2], 'wb').write(head('|i1', '(%%d,)' %% len(rows)) + bytes(int(r[64]) for r in rows))" %t/pixels-u16.npy %t/labels-i8.npy
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/pixels-u16.npy --data %t/labels-i8.npy --epochs 2 --no-runs-db --no-progress --out %t/unscaled 2>&1 | FileCheck %s --check-prefix=UNSCALED
+// UNSCALED: note: {{.*}}pixels-u16.npy: input #0's values are at a scale of
+// UNSCALED: worse than guessing; training did not converge; the inputs are far from a scale of 1 (the note before training says which and how to scale them): scale them before lowering the learning rate
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/learnt 2>&1 | FileCheck %s --check-prefix=LEARNT
 // LEARNT-NOT: uniform guess
 // LEARNT: final held-out accuracy
