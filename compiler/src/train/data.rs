@@ -866,6 +866,33 @@ pub struct Dataset {
     pub unscaled: bool,
 }
 
+/// Checkpoint metadata: [`Dataset::input_magnitude`] of the data the run
+/// trained on.
+pub const INPUT_MAGNITUDE_KEY: &str = "input_magnitude";
+
+/// A note where data given to a checkpoint is read at a scale far from the
+/// one its run trained on (`recorded`, [`INPUT_MAGNITUDE_KEY`]): arrays
+/// divided already and divided again by a table's scale, or raw pixels
+/// given to a model trained on pixels divided by 255. `None` within a
+/// factor of 4.
+pub fn other_magnitude(name: &str, recorded: Option<&String>, dataset: &Dataset) -> Option<String> {
+    let trained: f64 = recorded?.parse().ok().filter(|m: &f64| m.is_finite() && *m > 0.0)?;
+    let now = dataset.input_magnitude()?;
+    let ratio = now / trained;
+    if (0.25..=4.0).contains(&ratio) {
+        return None;
+    }
+    Some(format!(
+        "{name}: the model reads these features at a scale of {} (99% of their magnitudes up to that), and its run \
+         trained on features at a scale of {} ({}x {}): if they are the same kind of data, give them as the run's \
+         data held them (scaled alike), or the model's outputs on them mean little",
+        super::rate_text(now),
+        super::rate_text(trained),
+        super::rate_text(if ratio > 1.0 { ratio } else { 1.0 / ratio }),
+        if ratio > 1.0 { "larger" } else { "smaller" }
+    ))
+}
+
 /// How many times the 99th percentile of a data set's nonzero magnitudes a
 /// value must be to count as an outlier.
 pub const OUTLIER_RATIO: f64 = 1e6;
@@ -970,33 +997,37 @@ fn find_feature_scales(names: &[String], rows: &Rows, scale: f64) -> Option<Stri
 /// below 1e-3): arrays train as they are, and a network initialized for
 /// inputs of about 1 trained such digits to 7.8% held out at a loss of
 /// 1e29, without a word. Said with the scale and what to do.
+/// The 99th percentile of a column's nonzero magnitudes (`None`: all
+/// zero), from a sample of at most about a million values (not a copy of
+/// a large data set).
+fn p99_magnitude(column: &Column) -> Option<f64> {
+    // (Coprime with the features per example, so that every feature is
+    // sampled, not one in lockstep with the stride.)
+    let mut stride = (column.values.len() / (1 << 20)).max(1);
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    while stride > 1 && gcd(stride, column.per().max(1)) != 1 {
+        stride += 1;
+    }
+    let mut nonzero: Vec<f64> = column.values.iter().step_by(stride).map(|v| v.abs()).filter(|v| *v > 0.0).collect();
+    if nonzero.is_empty() {
+        return None;
+    }
+    let at = (nonzero.len() - 1) * 99 / 100;
+    let (_, p99, _) = nonzero.select_nth_unstable_by(at, f64::total_cmp);
+    Some(*p99)
+}
+
 fn find_input_scale(names: &[String], rows: &Rows) -> Option<String> {
     rows.columns.iter().enumerate().find_map(|(c, column)| {
         if !column.scaled || is_int(column.dtype) {
             return None;
         }
-        // (A sample of at most about a million values: not a copy of a
-        // large data set.)
-        // (Coprime with the features per example, so that every feature
-        // is sampled, not one in lockstep with the stride.)
-        let mut stride = (column.values.len() / (1 << 20)).max(1);
-        let gcd = |mut a: usize, mut b: usize| {
-            while b != 0 {
-                (a, b) = (b, a % b);
-            }
-            a
-        };
-        while stride > 1 && gcd(stride, column.per().max(1)) != 1 {
-            stride += 1;
-        }
-        let mut nonzero: Vec<f64> =
-            column.values.iter().step_by(stride).map(|v| v.abs()).filter(|v| *v > 0.0).collect();
-        if nonzero.is_empty() {
-            return None;
-        }
-        let at = (nonzero.len() - 1) * 99 / 100;
-        let (_, p99, _) = nonzero.select_nth_unstable_by(at, f64::total_cmp);
-        let p99 = *p99;
+        let p99 = p99_magnitude(column)?;
         if (1e-3..=1e3).contains(&p99) {
             return None;
         }
@@ -1157,6 +1188,11 @@ impl Dataset {
                 dataset.notes.extend(find_target_scale(&names, rows));
             }
         }
+        if !options.predicting
+            && let Some(m) = dataset.input_magnitude()
+        {
+            dataset.metadata.insert(INPUT_MAGNITUDE_KEY.into(), m.to_string());
+        }
         Ok(dataset)
     }
 
@@ -1166,6 +1202,18 @@ impl Dataset {
     pub fn missing_classes(&self, name: &str, sig: &Signature) -> Option<String> {
         match &self.kind {
             Kind::Rows(rows) => find_missing_classes(name, rows, sig),
+            Kind::Text(_) => None,
+        }
+    }
+
+    /// The 99th percentile of the nonzero magnitudes of input #0's values
+    /// as the model reads them (a table's scaled, standardized), where it
+    /// is a float input of rows: recorded by a training run
+    /// ([`INPUT_MAGNITUDE_KEY`]), so that data of another scale given to
+    /// its checkpoint is said.
+    pub fn input_magnitude(&self) -> Option<f64> {
+        match &self.kind {
+            Kind::Rows(rows) => rows.columns.first().filter(|c| !is_int(c.dtype)).and_then(p99_magnitude),
             Kind::Text(_) => None,
         }
     }

@@ -94,8 +94,10 @@ pub fn evaluate_checkpoint(
         whole_text: text && !held,
         ..DataOptions::default()
     };
+    let dataset = Dataset::load(data, &sig, &data_options)?;
     // Other data's features are read as the run read its table: divided by
-    // its scale (said: arrays already scaled were divided again, unsaid).
+    // its scale (said: arrays already scaled were divided again, unsaid;
+    // once they read, not before an error in them).
     if let Some(s) =
         scale.filter(|&s| !trained_on && !text && s != 1.0 && !meta.contains_key(super::data::STANDARDIZE_KEY))
     {
@@ -105,9 +107,14 @@ pub fn evaluate_checkpoint(
             data_name(data)
         ));
     }
-    let dataset = Dataset::load(data, &sig, &data_options)?;
     // What training would have said of this data, said here too: a score
     // on it may mean little.
+    if !trained_on
+        && let Some(note) =
+            super::data::other_magnitude(&data_name(data), meta.get(super::data::INPUT_MAGNITUDE_KEY), &dataset)
+    {
+        report.note(&note);
+    }
     if let Some(outlier) = &dataset.outlier {
         report.note(&format!("{outlier}: the model's figures on it may mean little; check the data"));
     }

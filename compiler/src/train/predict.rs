@@ -136,11 +136,15 @@ pub fn predict(
     // with, as that table was: arrays divided already (their largest far
     // below the table's) would be divided twice, and are said to be.
     let arrays = !data.iter().any(|p| super::data::is_table(p));
+    // (Said so, the cause named; else data read at another scale than the
+    // run's is said below.)
+    let mut said = false;
     if let (Some(s), Some(largest)) = (scale.filter(|&s| s != 1.0 && standardized.is_none()), dataset.largest_data())
         && arrays
         && !trained_on
         && largest < 0.25
     {
+        said = true;
         let inputs = sig.inputs.iter().filter(|i| i.role == Role::Data).count();
         let files: Vec<PathBuf> = data.iter().take(if data.len() > 1 { inputs } else { 1 }).cloned().collect();
         report.note(&format!(
@@ -149,6 +153,13 @@ pub fn predict(
             data_name(&files),
             super::rate_text(largest * s),
         ));
+    }
+    let magnitude = meta.get(super::data::INPUT_MAGNITUDE_KEY);
+    if !trained_on
+        && !said
+        && let Some(note) = super::data::other_magnitude(&data_name(data), magnitude, &dataset)
+    {
+        report.note(&note);
     }
     if let Some(outlier) = &dataset.outlier {
         report.note(&format!("{outlier}: the model's predictions for it may mean little; check the data"));

@@ -30,6 +30,11 @@
 // RUN: cmp %t/with-labels.txt %t/named.txt
 // RUN: cut -d, -f1-64 %t/digits.csv | awk '{print NR-1 "," $0}' > %t/indexed.csv
 // RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/indexed.csv --out %t/p 2>&1 >/dev/null | FileCheck %s --check-prefix=INDEXCOL
+// eval says it divides other data by the table's scale once the data
+// reads, not before an error in it.
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/indexed.csv --out %t/e 2>&1 | FileCheck %s --check-prefix=EVALBAD
+// EVALBAD-NOT: divided by
+// EVALBAD: error:
 // INDEXCOL: note: {{.*}}indexed.csv: column 1 counts the rows (0, 1, 2, ...): an index column? It is read as the first feature, and the last column as a label (not read); write the table with to_csv(index=False)
 // RUN: tac %t/digits.csv > %t/other.csv && aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/other.csv --checkpoint %t/ck --out %t/e > %t/agree.txt
 // RUN: python3 -c "import sys; p=[int(l) for l in open(sys.argv[1])]; y=[int(float(l.rsplit(',', 1)[1])) for l in open(sys.argv[2])]; print('accuracy {:.2f}'.format(100 * sum(a == b for a, b in zip(p, y)) / len(y)))" %t/with-labels.txt %t/digits.csv >> %t/agree.txt
@@ -63,6 +68,15 @@
 // RUN: python3 %S/inputs/csv-to-npy.py %t/features.csv %t/scaled.npy 0 63 16
 // RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/scaled.npy --out %t/p 2>&1 >/dev/null | FileCheck %s --check-prefix=SCALED
 // SCALED: note: {{.*}}scaled.npy: the largest feature is 1, and the checkpoint's run read its table divided by 16 (its largest): these are divided by 16 too; if they are divided already, give them as that table held them
+// SCALED-NOT: note
+// The other way, a table of pixels as they are given to a run that trained
+// on arrays of them divided by 16 (fed as they are, unsaid): the scale the
+// run read its data at is recorded and compared, by predict and eval.
+// RUN: python3 %S/inputs/csv-to-npy.py %t/digits.csv %t/labels.npy 64 64
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/scaled.npy --data %t/labels.npy --epochs 1 --no-runs-db --no-progress --out %t/arr --checkpoint-dir %t/arr-ck > /dev/null
+// RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/arr-ck --data %t/features.csv --out %t/p 2>&1 >/dev/null | FileCheck %s --check-prefix=LARGER
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/arr-ck --data %t/digits.csv --out %t/e 2>&1 | FileCheck %s --check-prefix=LARGER
+// LARGER: note: {{.*}}.csv: the model reads these features at a scale of 16 (99% of their magnitudes up to that), and its run trained on features at a scale of 1 (16x larger): if they are the same kind of data, give them as the run's data held them (scaled alike), or the model's outputs on them mean little
 //
 // A @forward that ends in a softmax gives its probabilities as they are
 // (a softmax of them was taken again: 0.18 where 0.70), and `aicf eval`
