@@ -1869,7 +1869,7 @@ fn table_of(
     // A table's row is named by its line.
     if !predicting {
         if let Some(row) = bad_label(&labels, sig) {
-            return Err(bad(format!("{name}:{}: the label {} {}", lines[row], labels[row], no_class(sig))));
+            return Err(bad(format!("{name}:{}: the label {} {}", lines[row], labels[row], no_class_of(&labels, sig))));
         }
         all_ignored(&name, &labels, sig)?;
     }
@@ -2025,7 +2025,7 @@ fn given_scale(name: &str, scale: f64) -> Result<f64> {
 /// value is (an example, or an element of one).
 fn check_labels(name: &str, labels: &[f64], sig: &Signature, place: impl Fn(usize) -> String) -> Result<()> {
     if let Some(at) = bad_label(labels, sig) {
-        return Err(bad(format!("{name}: {}: the label {} {}", place(at), labels[at], no_class(sig))));
+        return Err(bad(format!("{name}: {}: the label {} {}", place(at), labels[at], no_class_of(labels, sig))));
     }
     all_ignored(name, labels, sig)
 }
@@ -2039,6 +2039,22 @@ fn all_ignored(name: &str, labels: &[f64], sig: &Signature) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// [`no_class`], and where every label counts from 1 to the model's class
+/// count (R's and MATLAB's classes, or a table's), that classes count from
+/// 0 here.
+fn no_class_of(labels: &[f64], sig: &Signature) -> String {
+    let classes = sig.classes().unwrap_or(0) as f64;
+    let counted: Vec<f64> = labels.iter().copied().filter(|&v| sig.counts_label(v)).collect();
+    let from_one =
+        classes > 1.0 && counted.iter().all(|&v| (1.0..=classes).contains(&v)) && counted.iter().any(|&v| v == classes);
+    let hint = if from_one {
+        format!(": the labels run from 1 to {classes}; classes count from 0 here, so subtract 1 from each label")
+    } else {
+        String::new()
+    };
+    format!("{}{hint}", no_class(sig))
 }
 
 /// "is not a class of the model's N (0 to N-1[, nor its ignore_index I])".

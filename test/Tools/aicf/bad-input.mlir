@@ -232,6 +232,11 @@
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/nan.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=NAN
 // NAN: aicf: error: {{.*}}nan.csv:7: column 1 is NaN, not a finite number
 // LABEL: aicf: error: {{.*}}label.csv:5: the label 42 is not a class of the model's 10 (0 to 9)
+// LABEL-NOT: subtract
+// Labels counted from 1 (R's, MATLAB's) are told to count from 0.
+// RUN: awk -F, -v OFS=, '{$65 = $65 + 1; print}' %t/digits.csv > %t/from-one.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/from-one.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=FROMONE
+// FROMONE: the label 10 is not a class of the model's 10 (0 to 9): the labels run from 1 to 10; classes count from 0 here, so subtract 1 from each label
 // Other data is read as the run read its table, divided by its scale:
 // said (arrays already scaled were divided again, unsaid).
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/short.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=SCALED
