@@ -499,6 +499,26 @@ class GroupNormsTied(GroupNorms):
         self.gn2.weight = self.gn1.weight
 
 
+class NormsNoAffine(nn.Module):
+    """Normalizations without learnable weights (`GroupNorm(affine=False)`,
+    `LayerNorm(elementwise_affine=False)`): the dynamo exporter writes
+    their scales and biases as constant ones and zeros it names
+    `val_<n>`, which imported as parameters and trained (off PyTorch's
+    run from the second step)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(1, 8, 3, padding=1)
+        self.gn = nn.GroupNorm(2, 8, affine=False)
+        self.ln = nn.LayerNorm(16, elementwise_affine=False)
+        self.l = nn.Linear(8 * 8 * 8, 16)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.gn(self.c(x)))
+        return self.head(torch.relu(self.ln(self.l(h.flatten(1)))))
+
+
 def mobilenet():
     import torchvision
 
@@ -533,6 +553,7 @@ MODELS = {
     "angles_shuffle": (AnglesShuffle, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "groupnorms_dynamo": (GroupNorms, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "groupnorms_tied_dynamo": (GroupNormsTied, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "norms_noaffine_dynamo": (NormsNoAffine, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head_dynamo_noopt": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # (Optimized: its normalized weights folded, for the importer's note.)

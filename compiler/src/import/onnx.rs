@@ -1590,6 +1590,26 @@ fn choose_params(
         (elements, arithmetic, gather): (usize, bool, bool),
         depth: usize,
     ) -> bool {
+        // Whether `value` is an InstanceNormalization's output, through
+        // reshapes and the exporter's scaling (`depth` ops at most).
+        fn from_instance_norm(
+            consumers: &HashMap<&str, Vec<(&proto::NodeProto, usize)>>,
+            value: &str,
+            depth: usize,
+        ) -> bool {
+            let producer = consumers.values().flatten().map(|(n, _)| *n).find(|n| n.output.iter().any(|o| o == value));
+            match producer.map(|n| (n.op_type(), n)) {
+                Some(("InstanceNormalization", _)) => true,
+                Some(("Reshape" | "Unsqueeze" | "Squeeze" | "Mul", n)) if depth > 0 => {
+                    n.input.iter().any(|i| from_instance_norm(consumers, i, depth - 1))
+                }
+                _ => false,
+            }
+        }
+        // Whether `node` (a Mul or Add) reads an InstanceNormalization's
+        // output: the exporter's affine step of a GroupNorm.
+        let after_instance_norm =
+            |node: &proto::NodeProto| node.input.iter().any(|i| from_instance_norm(consumers, i, 4));
         consumers.get(name).is_some_and(|uses| {
             uses.iter().any(|(node, k)| {
                 let weight = match node.op_type() {
@@ -1598,8 +1618,16 @@ fn choose_params(
                     // of constant ones and zeros it names `val_<n>` (the
                     // affine weights follow as Mul and Add): not the
                     // module's parameters (trained, they drifted from
-                    // PyTorch's run from the second step).
-                    "InstanceNormalization" if matches!(k, 1 | 2) && generated.contains(name) => false,
+                    // PyTorch's run from the second step). So are the
+                    // scale and bias of a LayerNorm or GroupNorm without
+                    // learnable ones (`elementwise_affine=False`,
+                    // `affine=False`), and those Mul and Add then.
+                    "InstanceNormalization" | "LayerNormalization" | "GroupNormalization"
+                        if matches!(k, 1 | 2) && generated.contains(name) =>
+                    {
+                        false
+                    }
+                    "Mul" | "Add" if generated.contains(name) && after_instance_norm(node) => false,
                     "Conv"
                     | "ConvTranspose"
                     | "LayerNormalization"

@@ -848,6 +848,17 @@ fn a_weight_penalty_the_exporter_folded_is_named_and_one_it_kept_trains() {
     assert!(kept.constant_folds.is_empty());
 }
 
+/// A GroupNorm and a LayerNorm without learnable weights, from the dynamo
+/// exporter, which writes their scales and biases as constant ones and
+/// zeros (`val_<n>`, the GroupNorm's as a Mul and an Add after an
+/// InstanceNormalization): they stay constants, and the parameters are the
+/// model's own, with PyTorch's gradients (they imported as parameters and
+/// trained, off PyTorch's run from the second step).
+#[test]
+fn norms_without_learnable_weights_from_the_dynamo_exporter_train_none() {
+    check("norms_noaffine_dynamo");
+}
+
 /// Two fresh GroupNorms of one width from the dynamo exporter, which
 /// reshapes their weights and biases to [C, 1, 1], folds them and keeps
 /// one initializer of equal values: each layer gets its own copy again
