@@ -5593,6 +5593,19 @@ impl Importer<'_> {
                 };
                 let axes: Vec<i64> = axes.iter().map(|&a| norm_axis(a, rank).map(|a| a as i64)).collect::<R<_>>()?;
                 let x = t(0)?;
+                // Integers (a count of a mask's ones, `(~pad).sum(1)`; the
+                // largest id) reduce as floats and come back: exact while
+                // the sums stay within 2^24 (hl's reductions are of floats).
+                let integer = x.dtype();
+                if matches!(integer, DType::I32 | DType::I64) && matches!(op, "ReduceSum" | "ReduceMax" | "ReduceMin") {
+                    let f = nn(x.cast(DType::F32))?;
+                    let y = nn(match op {
+                        "ReduceSum" => f.sum(&axes, keep),
+                        "ReduceMax" => f.max(&axes, keep),
+                        _ => f.neg().and_then(|n| n.max(&axes, keep)).and_then(|m| m.neg()),
+                    })?;
+                    return one(nn(y.cast(integer))?);
+                }
                 one(nn(match op {
                     "ReduceMean" => x.mean(&axes, keep),
                     "ReduceSum" => x.sum(&axes, keep),

@@ -3263,3 +3263,47 @@ fn initializers_trained_for_arithmetic_alone_are_named() {
     assert_eq!(gathered(&[10]).arithmetic_params, ["abar"]);
     assert!(gathered(&[10, 3]).arithmetic_params.is_empty());
 }
+
+/// Integer reductions (a TransformerEncoder's `(~pad).sum(1)`, counting a
+/// mask's ones; the largest and smallest id): summed as floats and cast
+/// back (they were refused, "reductions are of float tensors").
+#[test]
+fn integer_reductions_import_as_counts() {
+    use aicf_onnx::proto::{GraphProto, ModelProto, OperatorSetIdProto};
+    let dir = scratch("onnx-int-reduce");
+    for (op, expected) in [("ReduceSum", [2.0, 3.0, 0.0]), ("ReduceMax", [1.0, 1.0, 0.0]), ("ReduceMin", [0.0; 3])] {
+        let greater = node("gt", "Greater", &["x", "zero"], "mask");
+        let mut cast = node("cast", "Cast", &["mask"], "ints");
+        cast.attribute.push(int_attribute("to", 7));
+        let mut reduce = node("reduce", op, &["ints", "axes"], "count");
+        reduce.attribute.push(int_attribute("keepdims", 0));
+        let mut back = node("back", "Cast", &["count"], "y");
+        back.attribute.push(int_attribute("to", 1));
+        let axes = aicf_onnx::proto::TensorProto {
+            name: Some("axes".into()),
+            dims: vec![1],
+            data_type: Some(7),
+            int64_data: vec![1],
+            ..Default::default()
+        };
+        let model = ModelProto {
+            ir_version: Some(9),
+            opset_import: vec![OperatorSetIdProto { version: Some(18), ..Default::default() }],
+            graph: Some(GraphProto {
+                name: Some("count".into()),
+                node: vec![greater, cast, reduce, back],
+                input: vec![float_value("x", &[3, 4])],
+                output: vec![float_value("y", &[3])],
+                initializer: vec![float_init("zero", vec![], vec![0.0]), axes],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
+        let imported = onnx::import_model(&model, "count.onnx", &dir, &options).unwrap_or_else(|e| panic!("{op}: {e}"));
+        let x = vec![1.0, -1.0, 2.0, 0.0, 3.0, 4.0, -5.0, 6.0, -1.0, -2.0, 0.0, -3.0];
+        let input = aicf_compiler::interp::Array::new(vec![3, 4], aicf_compiler::types::DType::F32, x).unwrap();
+        let y = interpreted_forward(&imported, &dir, "count", input);
+        assert_eq!(y[0].data, expected, "{op}");
+    }
+}
