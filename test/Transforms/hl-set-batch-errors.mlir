@@ -4,23 +4,23 @@
 
 // NOSIZE: hl-set-batch: size=0: give the new batch size, a positive integer
 
-// A reshape that folds the batch into another dimension cannot follow: the
-// error is at the reshape.
-func.func @forward(%x: tensor<32x4xf32>) -> tensor<128xf32> {
-  // expected-error @below {{'hl.reshape' op cannot reshape 'tensor<7x4xf32>' (28 elements) to 'tensor<128xf32>' (128 elements)}}
-  %r = hl.reshape %x : tensor<32x4xf32> to tensor<128xf32>
-  return %r : tensor<128xf32>
+// A reshape that splits the batch across axes (neither the outermost nor
+// the innermost factor of one) cannot follow: the error is at the reshape.
+func.func @forward(%x: tensor<32x4xf32>) -> tensor<2x64xf32> {
+  // expected-error @below {{'hl.reshape' op cannot reshape 'tensor<7x4xf32>' (28 elements) to 'tensor<2x64xf32>' (128 elements)}}
+  %r = hl.reshape %x : tensor<32x4xf32> to tensor<2x64xf32>
+  return %r : tensor<2x64xf32>
 }
 
 // -----
 
-// A reshape that folds the batch, then one that brings back a batch of
-// the old size: the fold is the error (the cross-entropy two ops on, which
-// could not infer its types, was named).
+// Such a split, then a reshape that brings back a batch of the old size:
+// the split is the error (the cross-entropy two ops on, which could not
+// infer its types, was named).
 func.func @loss(%x: tensor<32x4x16xf32>, %l: tensor<32xi32>) -> tensor<f32> {
-  // expected-error @below {{'hl.reshape' op cannot reshape 'tensor<7x4x16xf32>' (448 elements) to 'tensor<2048xf32>' (2048 elements)}}
-  %r = hl.reshape %x : tensor<32x4x16xf32> to tensor<2048xf32>
-  %b = hl.reshape %r : tensor<2048xf32> to tensor<32x64xf32>
+  // expected-error @below {{'hl.reshape' op cannot reshape 'tensor<7x4x16xf32>' (448 elements) to 'tensor<16x128xf32>' (2048 elements)}}
+  %r = hl.reshape %x : tensor<32x4x16xf32> to tensor<16x128xf32>
+  %b = hl.reshape %r : tensor<16x128xf32> to tensor<32x64xf32>
   %loss = hl.cross_entropy %b, %l : tensor<32x64xf32>, tensor<32xi32>
   return %loss : tensor<f32>
 }

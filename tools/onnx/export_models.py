@@ -519,6 +519,28 @@ class NormsNoAffine(nn.Module):
         return self.head(torch.relu(self.ln(self.l(h.flatten(1)))))
 
 
+class RnnAttention(nn.Module):
+    """An LSTM, a bidirectional GRU and PyTorch's MultiheadAttention over a
+    sequence (batch first in, sequence first inside): the importer's
+    unrolled steps and the exporter's attention reshapes hold the batch in
+    an axis other than the first, which fixed the model's batch (a smaller
+    last batch could not run)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, batch_first=True)
+        self.gru = nn.GRU(16, 8, batch_first=True, bidirectional=True)
+        self.attn = nn.MultiheadAttention(16, 4)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        h, _ = self.lstm(x)
+        h, _ = self.gru(h)
+        s = h.transpose(0, 1)
+        a, _ = self.attn(s, s, s, need_weights=False)
+        return self.head(a.mean(0))
+
+
 def mobilenet():
     import torchvision
 
@@ -554,6 +576,7 @@ MODELS = {
     "groupnorms_dynamo": (GroupNorms, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "groupnorms_tied_dynamo": (GroupNormsTied, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "norms_noaffine_dynamo": (NormsNoAffine, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "rnn_attention": (RnnAttention, lambda g: torch.randn(8, 6, 8, generator=g), ((8,), 10)),
     "cosine_head": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head_dynamo_noopt": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # (Optimized: its normalized weights folded, for the importer's note.)

@@ -2772,6 +2772,15 @@ impl Importer<'_> {
         }
         // Initial states: [D, B, H] (batch first: [B, D, H]).
         let initial = |k: usize| -> R<Option<Tensor>> {
+            // A zero state known at import (PyTorch's default h0, folded
+            // to a constant) is the zeros below, spread to the batch (a
+            // constant of the batch's size fixed the model's batch).
+            if let Some(V::C(c)) = given(k)
+                && c.float
+                && c.vals.iter().all(|&v| v == 0.0)
+            {
+                return Ok(None);
+            }
             let Some(t) = tensor(k)? else { return Ok(None) };
             let t = if layout == 1 { nn(t.permute(&[1, 0, 2]))? } else { t };
             if t.shape() != [d, batch, h] {
@@ -2802,8 +2811,10 @@ impl Importer<'_> {
                 }
                 None => (None, None),
             };
-            // Every step's input product at once: [T B, G H].
-            let xw = nn(x.reshape(&[(steps * batch) as i64, width as i64]).and_then(|v| v.linear(&wd, wb.as_ref())))?;
+            // Every step's input product at once: [T, B, G H] (not folded
+            // to [T B, I] first: a reshape that merges the batch into
+            // another axis fixed the model's batch).
+            let xw = nn(x.linear(&wd, wb.as_ref()))?;
             let mut hp = match &h0 {
                 Some(t) => row(t, dir, batch, h)?,
                 None => zeros.clone(),
@@ -2819,7 +2830,7 @@ impl Importer<'_> {
             let mut outs: Vec<Tensor> = Vec::new();
             let order: Vec<usize> = if reverse { (0..steps).rev().collect() } else { (0..steps).collect() };
             for &step in &order {
-                let xt = nn(xw.narrow(0, step * batch, batch))?;
+                let xt = nn(xw.narrow(0, step, 1).and_then(|v| v.reshape(&[batch as i64, gh as i64])))?;
                 let hr = nn(hp.linear(&rd, rb.as_ref()))?;
                 let next = match op {
                     "LSTM" => {

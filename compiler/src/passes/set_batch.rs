@@ -70,6 +70,12 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     if !any {
         return Err(report(format!("from={from}: no function argument has a leading dimension of {from}")));
     }
+    // Every value's type before the pass (a slice's operand's: which of its
+    // axes held the old batch).
+    let mut original = std::collections::HashMap::new();
+    for &(_, block) in &functions {
+        record_types(block, &mut original);
+    }
     for &(func, block) in &functions {
         for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
             let arg = unsafe { mlirBlockGetArgument(block, i) };
@@ -90,6 +96,18 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         // batch in each result whose leading dimension is the old one; the
         // verifier judges the rest.
         let mut fixed = |op: MlirOperation, results: &[MlirValue], before: &[MlirType]| {
+            // A reshape that only adds or drops axes of 1 (`[B, H]` to
+            // `[1, 1, B, H]`, as an imported RNN stacks its steps) takes
+            // its operand's dimensions, in order, around those axes.
+            let operand = ir::operands(op).first().copied();
+            if op_name(op) == "hl.reshape"
+                && let ([r], [ty], Some(x)) = (results, before, operand)
+                && let Some(&was) = original.get(&ir::key(x))
+                && let Some(new) = batch_axis_kept(*ty, was, unsafe { mlirValueGetType(x) }, from, size)
+            {
+                unsafe { mlirValueSetType(*r, new) };
+                return Ok(());
+            }
             for (r, ty) in results.iter().zip(before) {
                 if leading_dim(*ty) == Some(from) {
                     unsafe { mlirValueSetType(*r, with_leading_dim(*ty, size)) };
@@ -119,12 +137,30 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
             let operands = ir::operands(op);
             // A slice that takes the whole batch (`hl-pad-contractions`'
             // slice of a padded product, or `x[:, 1:]`) states its window:
-            // it takes the whole new batch.
-            if op_name(op) == "hl.slice" && operands.first().is_some_and(|v| changed.contains(&ir::key(*v))) {
+            // it takes the whole new batch. In any axis where its operand
+            // held the old batch whole (an imported RNN's `[T, B, H]`, a
+            // step sliced from it).
+            if op_name(op) == "hl.slice"
+                && let Some(&x) = operands.first().filter(|v| changed.contains(&ir::key(**v)))
+            {
                 let window = ["start", "limit", "strides"].map(|k| ir::i64_array(op, k).unwrap_or_default());
-                if window.iter().all(|w| !w.is_empty()) && (window[0][0], window[1][0], window[2][0]) == (0, from, 1) {
+                let was = original.get(&ir::key(x)).copied().map(dims_of).unwrap_or_default();
+                let now = dims_of(unsafe { mlirValueGetType(x) });
+                let whole = |d: usize| {
+                    (window[0][d], window[1][d], window[2][d]) == (0, from, 1)
+                        && was.get(d) == Some(&from)
+                        && now.get(d) == Some(&size)
+                };
+                let axes: Vec<usize> = (0..window[0].len().min(window[1].len()).min(window[2].len()))
+                    // (Axis 0 as before, whatever its operand held: a
+                    // padded product's rows of the batch.)
+                    .filter(|&d| whole(d) || (d == 0 && (window[0][0], window[1][0], window[2][0]) == (0, from, 1)))
+                    .collect();
+                if window.iter().all(|w| !w.is_empty()) && !axes.is_empty() {
                     let mut limit = window[1].clone();
-                    limit[0] = size;
+                    for d in axes {
+                        limit[d] = size;
+                    }
                     unsafe {
                         let ctx = mlirOperationGetContext(op);
                         let attr = mlirDenseI64ArrayGet(ctx, limit.len() as isize, limit.as_ptr());
@@ -136,7 +172,10 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
                 && operands.iter().any(|v| {
                     changed.contains(&ir::key(*v)) && leading_dim(unsafe { mlirValueGetType(*v) }) == Some(size)
                 });
-            if !mixes || infers_quietly(op) >= 0 {
+            // (At a new batch of 1 the op infers its types by broadcasting
+            // the old batch's value over the new one's rows: retyped all
+            // the same.)
+            if !mixes || (size != 1 && infers_quietly(op) >= 0) {
                 return;
             }
             for v in operands {
@@ -173,7 +212,7 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
                 // those ops infer their types again (the op named was the
                 // first to mix them, and the constant was not said).
                 if op_name(owner) != "hl.broadcast_to" && op_name(owner) != "hl.constant" {
-                    retarget_chain(v, from, size, changed);
+                    retarget_chain(v, from, size, changed, op);
                     continue;
                 }
                 if op_name(owner) == "hl.broadcast_to" && spread {
@@ -261,11 +300,13 @@ pub(super) fn reinfer(
     Ok(())
 }
 
-/// The ops from a splat constant of leading dimension `from` to `v`, in
-/// program order, where each reads exactly one value of the old batch (the
-/// one before it) and that value has no other user: `None` where `v` does
-/// not come so from a splat constant (within 16 ops).
-fn chain_to_splat(v: MlirValue, from: i64, changed: &HashSet<usize>) -> Option<Vec<MlirOperation>> {
+/// The ops from a splat constant (or a spread of a value without the
+/// batch) of leading dimension `from` to `v`, in program order, where each
+/// reads exactly one value of the old batch (the one before it) and that
+/// value has no other user before `at` (the op that mixes `v` with the new
+/// batch): `None` where `v` does not come so from a splat constant (within
+/// 16 ops).
+fn chain_to_splat(v: MlirValue, from: i64, changed: &HashSet<usize>, at: MlirOperation) -> Option<Vec<MlirOperation>> {
     let mut path = Vec::new();
     let mut cur = v;
     for _ in 0..16 {
@@ -277,6 +318,17 @@ fn chain_to_splat(v: MlirValue, from: i64, changed: &HashSet<usize>) -> Option<V
             return None;
         }
         path.push(owner);
+        // A spread of a value without the batch (`zeros` of an imported
+        // RNN's initial state) is as a splat constant.
+        if op_name(owner) == "hl.broadcast_to" {
+            let spread = ir::operands(owner).first().map(|x| unsafe { mlirValueGetType(*x) }).is_some_and(|t| unsafe {
+                mlirTypeIsARankedTensor(t)
+                    && (mlirShapedTypeGetRank(t) < mlirShapedTypeGetRank(mlirValueGetType(cur))
+                        || leading_dim(t) == Some(1))
+            });
+            path.reverse();
+            return (spread && leading_dim(unsafe { mlirValueGetType(cur) }) == Some(from)).then_some(path);
+        }
         if op_name(owner) == "hl.constant" {
             let value = ir::attr(owner, "value");
             let splat = !value.ptr.is_null()
@@ -297,7 +349,15 @@ fn chain_to_splat(v: MlirValue, from: i64, changed: &HashSet<usize>) -> Option<V
             })
             .collect();
         let [next] = batch.as_slice() else { return None };
-        if changed.contains(&ir::key(*next)) || ir::users(*next).len() != 1 {
+        // Its other users come after `at`, and infer their types from it
+        // once retyped (an RNN's zero state read by the cell's update too).
+        let later = |u: MlirOperation| unsafe {
+            mlirOperationEqual(u, owner)
+                || (mlirOperationGetBlock(u).ptr == mlirOperationGetBlock(at).ptr
+                    && !mlirOperationEqual(u, at)
+                    && mlirOperationIsBeforeInBlock(at, u))
+        };
+        if changed.contains(&ir::key(*next)) || !ir::users(*next).into_iter().all(later) {
             return None;
         }
         cur = *next;
@@ -305,30 +365,53 @@ fn chain_to_splat(v: MlirValue, from: i64, changed: &HashSet<usize>) -> Option<V
     None
 }
 
-/// Gives the splat constant that `v` comes from ([`chain_to_splat`]) the
-/// leading dimension `size`, and the ops after it their types again;
+/// Gives the splat constant (or spread) that `v` comes from
+/// ([`chain_to_splat`]) the leading dimension `size`, and the ops after it their types again;
 /// leaves all as it was where one of them does not infer them.
-fn retarget_chain(v: MlirValue, from: i64, size: i64, changed: &mut HashSet<usize>) {
-    let Some(path) = chain_to_splat(v, from, changed) else { return };
+fn retarget_chain(v: MlirValue, from: i64, size: i64, changed: &mut HashSet<usize>, at: MlirOperation) {
+    let Some(path) = chain_to_splat(v, from, changed, at) else { return };
     let result = |op: MlirOperation| unsafe { mlirOperationGetResult(op, 0) };
     let old: Vec<MlirType> = path.iter().map(|&o| unsafe { mlirValueGetType(result(o)) }).collect();
     let constant = path[0];
+    let splat = op_name(constant) == "hl.constant";
     let value = ir::attr(constant, "value");
     let new = with_leading_dim(old[0], size);
     unsafe {
-        mlirOperationSetAttributeByName(
-            constant,
-            ffi::string_ref("value"),
-            mlirDenseElementsAttrSplatGet(new, mlirDenseElementsAttrGetSplatValue(value)),
-        );
+        if splat {
+            mlirOperationSetAttributeByName(
+                constant,
+                ffi::string_ref("value"),
+                mlirDenseElementsAttrSplatGet(new, mlirDenseElementsAttrGetSplatValue(value)),
+            );
+        }
         mlirValueSetType(result(constant), new);
     }
-    let inferred = path[1..]
-        .iter()
-        .all(|&o| infers_quietly(o) == 1 && leading_dim(unsafe { mlirValueGetType(result(o)) }) == Some(size));
+    // A slice on the way that took the whole old batch (a gate's columns
+    // of a product) takes the whole new one.
+    let mut windows = Vec::new();
+    let inferred = path[1..].iter().all(|&o| {
+        if op_name(o) == "hl.slice"
+            && let (Some(start), Some(mut limit), Some(strides)) =
+                (ir::i64_array(o, "start"), ir::i64_array(o, "limit"), ir::i64_array(o, "strides"))
+            && (start.first(), limit.first(), strides.first()) == (Some(&0), Some(&from), Some(&1))
+        {
+            windows.push((o, ir::attr(o, "limit")));
+            limit[0] = size;
+            unsafe {
+                let attr = mlirDenseI64ArrayGet(mlirOperationGetContext(o), limit.len() as isize, limit.as_ptr());
+                mlirOperationSetAttributeByName(o, ffi::string_ref("limit"), attr);
+            }
+        }
+        infers_quietly(o) == 1 && leading_dim(unsafe { mlirValueGetType(result(o)) }) == Some(size)
+    });
     if !inferred {
         unsafe {
-            mlirOperationSetAttributeByName(constant, ffi::string_ref("value"), value);
+            for (o, limit) in windows {
+                mlirOperationSetAttributeByName(o, ffi::string_ref("limit"), limit);
+            }
+            if splat {
+                mlirOperationSetAttributeByName(constant, ffi::string_ref("value"), value);
+            }
             for (&o, &ty) in path.iter().zip(&old) {
                 mlirValueSetType(result(o), ty);
             }
@@ -374,6 +457,95 @@ fn infers_quietly(op: MlirOperation) -> i32 {
         mlirContextDetachDiagnosticHandler(ctx, id);
         inferred as i32
     }
+}
+
+/// The types of `block`'s arguments and of its ops' results (nested
+/// regions too), by value.
+fn record_types(block: MlirBlock, types: &mut std::collections::HashMap<usize, MlirType>) {
+    for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
+        let arg = unsafe { mlirBlockGetArgument(block, i) };
+        types.insert(ir::key(arg), unsafe { mlirValueGetType(arg) });
+    }
+    for op in ops_of(block) {
+        for r in 0..unsafe { mlirOperationGetNumRegions(op) } {
+            let mut inner = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)) };
+            while !inner.ptr.is_null() {
+                record_types(inner, types);
+                inner = unsafe { mlirBlockGetNextInRegion(inner) };
+            }
+        }
+        for i in 0..unsafe { mlirOperationGetNumResults(op) } {
+            let v = unsafe { mlirOperationGetResult(op, i) };
+            types.insert(ir::key(v), unsafe { mlirValueGetType(v) });
+        }
+    }
+}
+
+/// The dimensions of a ranked tensor type (none for another type).
+fn dims_of(t: MlirType) -> Vec<i64> {
+    if !unsafe { mlirTypeIsARankedTensor(t) } {
+        return Vec::new();
+    }
+    (0..unsafe { mlirShapedTypeGetRank(t) }).map(|i| unsafe { mlirShapedTypeGetDimSize(t, i as isize) }).collect()
+}
+
+/// The type a reshape to `stated` gets where its operand, of type `was`
+/// before the pass, now has the new batch `size` in the one axis that held
+/// the old `from`, and `stated` keeps that axis whole between the same
+/// elements before and after it (axes of 1 added or dropped, `[B, H]` to
+/// `[1, 1, B, H]` as an imported RNN stacks its steps; the axes after it
+/// split or merged, `[T, B, 3 E]` to `[T, B, 3, E]` as attention's
+/// projections are), or merges it whole into one axis as its outermost or
+/// innermost factor (`[T, B, E]` to `[T, B H, E / H]`, PyTorch's
+/// MultiheadAttention): that axis takes the new batch. `None` otherwise.
+fn batch_axis_kept(stated: MlirType, was: MlirType, now: MlirType, from: i64, size: i64) -> Option<MlirType> {
+    let ranked = |t: MlirType| unsafe { mlirTypeIsARankedTensor(t) };
+    if !(ranked(stated) && ranked(was) && ranked(now)) || from == size {
+        return None;
+    }
+    let (out, before, after) = (dims_of(stated), dims_of(was), dims_of(now));
+    if before.len() != after.len() {
+        return None;
+    }
+    let differ: Vec<usize> = (0..before.len()).filter(|&d| before[d] != after[d]).collect();
+    // The changed axis holds the batch, alone or as a factor (`[T, B H,
+    // E / H]` merged before), of `k`.
+    let [p] = differ[..] else { return None };
+    if before[p] % from != 0 || after[p] != before[p] / from * size {
+        return None;
+    }
+    let k = before[p] / from;
+    // In row-major order the batch's index is the outermost factor of
+    // axis q's index where the elements before q are those before the
+    // batch, or its innermost where those after q are those after it; the
+    // batch outermost or innermost in its own axis.
+    let product = |d: &[i64]| d.iter().product::<i64>();
+    let (left, right) = (product(&before[..p]), product(&before[p + 1..]));
+    let retyped = |(head, tail): (i64, i64)| {
+        let q = (0..out.len()).find(|&q| {
+            let (pre, post) = (product(&out[..q]), product(&out[q + 1..]));
+            out[q] % from == 0
+                && ((pre == head && out[q] * post == from * tail) || (post == tail && out[q] * pre == from * head))
+        })?;
+        let mut shape = out.clone();
+        shape[q] = shape[q] / from * size;
+        Some(shape)
+    };
+    let readings: Vec<Vec<i64>> = [(left, k * right), (left * k, right)].into_iter().filter_map(retyped).collect();
+    // (Two readings that disagree: the batch's place is not known.)
+    let shape = match &readings[..] {
+        [one] => one.clone(),
+        [a, b] if a == b => a.clone(),
+        _ => return None,
+    };
+    Some(unsafe {
+        mlirRankedTensorTypeGet(
+            shape.len() as isize,
+            shape.as_ptr(),
+            mlirShapedTypeGetElementType(stated),
+            mlirRankedTensorTypeGetEncoding(stated),
+        )
+    })
 }
 
 /// The leading dimension of a ranked tensor type of rank >= 1.
