@@ -224,11 +224,17 @@ pub struct ImportOptions {
     /// buffers (a positional-encoding table added to activations would
     /// train); a name that matches no initializer is an error.
     pub freeze: Vec<String>,
+    /// Float initializers to train whatever their use (`--trainable`):
+    /// exact names, or prefixes ending in `*`. A learned value no op reads
+    /// as a weight (an LSTM's initial state `h0`, an `nn.Parameter` spread
+    /// to the batch) imports as a constant otherwise; a name that matches
+    /// no float initializer is an error.
+    pub trainable: Vec<String>,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { batch: None, loss: Loss::Auto, freeze: Vec::new() }
+        ImportOptions { batch: None, loss: Loss::Auto, freeze: Vec::new(), trainable: Vec::new() }
     }
 }
 
@@ -769,9 +775,36 @@ fn import_model_at(
     }
     let user_frozen: HashSet<String> =
         inits.keys().filter(|n| options.freeze.iter().any(|p| matches(p, n))).cloned().collect();
+    // `--trainable`: each pattern names float initializers, none frozen
+    // too nor a batch norm's running statistic (which the batch updates).
+    let mut user_trainable = HashSet::new();
+    for p in &options.trainable {
+        let named: Vec<&String> = inits.keys().filter(|n| inits[*n].is_float() && matches(p, n)).collect();
+        if named.is_empty() {
+            let mut names: Vec<&String> = inits.keys().filter(|n| inits[*n].is_float()).collect();
+            names.sort();
+            let shown: Vec<&str> = names.iter().take(8).map(|n| n.as_str()).collect();
+            return Err(fail(format!(
+                "--trainable {p}: no float initializer of that name (its float initializers include {}{})",
+                shown.join(", "),
+                if names.len() > 8 { ", ..." } else { "" }
+            )));
+        }
+        if let Some(n) = named.iter().find(|n| user_frozen.contains(**n)) {
+            return Err(fail(format!("--trainable {p} and --freeze both name '{n}': give it to one of them")));
+        }
+        if let Some(n) = named.iter().find(|n| states.contains(**n)) {
+            return Err(fail(format!(
+                "--trainable {p}: '{n}' is a batch norm's running statistic, which each training batch updates; it \
+                 takes no gradient"
+            )));
+        }
+        user_trainable.extend(named.into_iter().cloned());
+    }
+    params.extend(user_trainable.iter().cloned());
     let params: HashSet<String> = params
         .difference(&states)
-        .filter(|p| !exported_constants.contains(*p) && !user_frozen.contains(*p))
+        .filter(|p| (user_trainable.contains(*p) || !exported_constants.contains(*p)) && !user_frozen.contains(*p))
         .cloned()
         .collect();
     // A NaN in the weights or state is damage (an export of a model whose

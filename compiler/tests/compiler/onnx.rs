@@ -3335,3 +3335,38 @@ fn recurrent_and_attention_layers_run_at_any_batch() {
         assert!(e <= 1e-5, "batch {rows}: rows differ from the full batch's by {e:.2e}");
     }
 }
+
+/// `--trainable` trains an initializer no op reads as a weight (an LSTM's
+/// learned initial state, which imported as a constant with no way to
+/// train it); a name that matches none, or one `--freeze` names too, is
+/// refused.
+#[test]
+fn trainable_names_initializers_to_train_whatever_their_use() {
+    let model = one_node_model(
+        "floor",
+        "Max",
+        (&[2, 4], &[2, 4]),
+        vec![],
+        vec![float_init("floor", vec![4], vec![0.5; 4])],
+        17,
+    );
+    let import = |trainable: &[&str], freeze: &[&str]| {
+        let options = ImportOptions {
+            batch: None,
+            loss: Loss::Mse,
+            trainable: trainable.iter().map(|s| s.to_string()).collect(),
+            freeze: freeze.iter().map(|s| s.to_string()).collect(),
+        };
+        onnx::import_model(&model, "floor.onnx", std::path::Path::new("."), &options)
+    };
+    assert_eq!(import(&[], &[]).unwrap().sources, Vec::<String>::new());
+    assert_eq!(import(&["floor"], &[]).unwrap().sources, ["floor"]);
+    assert_eq!(import(&["fl*"], &[]).unwrap().sources, ["floor"]);
+    let e = import(&["flour"], &[]).unwrap_err().to_string();
+    assert!(
+        e.contains("--trainable flour: no float initializer of that name (its float initializers include floor)"),
+        "{e}"
+    );
+    let e = import(&["floor"], &["floor"]).unwrap_err().to_string();
+    assert!(e.contains("--trainable floor and --freeze both name 'floor'"), "{e}");
+}

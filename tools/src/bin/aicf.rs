@@ -159,6 +159,12 @@ struct ModelArgs {
     /// buffers (a positional-encoding table), which it does not mark.
     #[arg(long, value_delimiter = ',')]
     freeze: Vec<String>,
+    /// An ONNX model's float initializers to train whatever their use
+    /// (names, or prefixes ending in `*`, comma-separated): a learned value
+    /// no op reads as a weight (an LSTM's learned initial state `h0`),
+    /// which imports as a constant otherwise.
+    #[arg(long, value_delimiter = ',')]
+    trainable: Vec<String>,
     /// The size of an ONNX model's symbolic batch dimension; with an hl
     /// model, its rows per batch (hl-set-batch: train, eval and bench run
     /// the model so retargeted, written to <stem>.batch<N>.mlir in the
@@ -325,6 +331,12 @@ enum Command {
         /// (a positional-encoding table), which it does not mark.
         #[arg(long, value_delimiter = ',')]
         freeze: Vec<String>,
+        /// Float initializers to train whatever their use (names, or
+        /// prefixes ending in `*`, comma-separated): a learned value no op
+        /// reads as a weight (an LSTM's learned initial state `h0`), which
+        /// imports as a constant otherwise.
+        #[arg(long, value_delimiter = ',')]
+        trainable: Vec<String>,
     },
     /// Train a model on a data set: a CSV table (features, label last), a
     /// text (next-character prediction), or arrays (.safetensors, .npy).
@@ -843,9 +855,9 @@ fn main() {
         Command::Compile { compile, output, emit, target, timing } => {
             run_compile(&compile, output, emit, target, timing)
         }
-        Command::Import { model, output, loss, batch, freeze } => {
+        Command::Import { model, output, loss, batch, freeze, trainable } => {
             let output = output.unwrap_or_else(|| model.with_extension("mlir"));
-            import(&model, &output, &ImportOptions { batch, loss, freeze })
+            import(&model, &output, &ImportOptions { batch, loss, freeze, trainable })
         }
         Command::Train {
             compile,
@@ -2190,7 +2202,8 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         // a norm of a parameter, say, whose computation it left out.)
         let folded = imported.frozen.iter().any(|(n, _)| n.starts_with("onnx::"));
         eprintln!(
-            "note: {} float initializer{} ({total} values) {}, not trained (no op uses {} as a weight): {}{}{}",
+            "note: {} float initializer{} ({total} values) {}, not trained (no op uses {} as a weight; \
+             --trainable NAME trains one, a learned initial state say): {}{}{}",
             imported.frozen.len(),
             if imported.frozen.len() == 1 { "" } else { "s" },
             if imported.frozen.len() == 1 { "imports as a constant" } else { "import as constants" },
@@ -2629,8 +2642,12 @@ fn hl_model_ordered(c: &ModelArgs, out: &Path, say: Say) -> Result<(PathBuf, Opt
         ));
     }
     aicf_compiler::train::run::make_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let options =
-        ImportOptions { batch: c.batch, loss: c.loss.clone().unwrap_or(Loss::Auto), freeze: c.freeze.clone() };
+    let options = ImportOptions {
+        batch: c.batch,
+        loss: c.loss.clone().unwrap_or(Loss::Auto),
+        freeze: c.freeze.clone(),
+        trainable: c.trainable.clone(),
+    };
     let graph_loss = import_saying(&c.model, &output, &options, say)?;
     Ok((output, graph_loss))
 }
@@ -2708,6 +2725,13 @@ fn no_loss(c: &ModelArgs, command: &str) -> Result<()> {
     if !c.freeze.is_empty() && !is_onnx(&c.model) {
         return Err(format!(
             "--freeze names an ONNX model's initializers; {} is an hl model, whose hl.params all train",
+            c.model.display()
+        ));
+    }
+    if !c.trainable.is_empty() && !is_onnx(&c.model) {
+        return Err(format!(
+            "--trainable names an ONNX model's initializers; {} is an hl model, whose hl.params all train (a \
+             constant is an hl.constant)",
             c.model.display()
         ));
     }
