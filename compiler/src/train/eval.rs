@@ -463,6 +463,20 @@ pub fn trained_precision(checkpoint: &Path) -> Result<Option<crate::pipeline::Pr
 /// size, `model` runs as given (its parameters are the same; `aicf eval
 /// --batch N` asks for that batch, and was answered with the checkpoint's),
 /// and the last value returned says so (its tensors load by name).
+/// The loss a model's `@loss` takes (its first `hl.cross_entropy`,
+/// `hl.softmax_cross_entropy` or `hl.mse_loss`, as `--loss` names it), or
+/// `the graph's own loss` where it has none of them.
+fn loss_kind(text: &str) -> Option<&'static str> {
+    let body = &text[text.find("func.func @loss")?..];
+    let body = body.find("\n  func.func").or(body.find("\nfunc.func")).map_or(body, |end| &body[..end]);
+    [("hl.mse_loss", "mse"), ("hl.cross_entropy", "cross_entropy"), ("hl.softmax_cross_entropy", "cross_entropy")]
+        .iter()
+        .filter_map(|(op, kind)| body.find(op).map(|at| (at, *kind)))
+        .min()
+        .map(|(_, kind)| kind)
+        .or(Some("the graph's own loss"))
+}
+
 pub(crate) fn model_of_checkpoint(
     model: &Path,
     checkpoint: &Path,
@@ -503,11 +517,20 @@ pub(crate) fn model_of_checkpoint(
             let first = written.iter().find(|(_, h)| h == started).map(|(p, _)| p.clone());
             let of_run = first.is_some() && written.iter().any(|(_, h)| *h == given);
             if *started != given && !in_versions && !of_run {
+                // The same network under another loss (an ONNX model
+                // imported with another --loss) is said as such.
+                let other_loss = match (loss_kind(ir), loss_kind(&source)) {
+                    (Some(trained), Some(now)) if trained != now => format!(
+                        "; its run trained it with {trained} where this is {now} (an ONNX model: give the --loss it \
+                         was trained with)"
+                    ),
+                    _ => String::new(),
+                };
                 return Err(TrainError::Io {
                     path: checkpoint.to_path_buf(),
                     message: format!(
                         "the checkpoint is of another model (its run started from IR hash {started}, {name}'s is \
-                         {given}): give the model its run trained{}",
+                         {given}){other_loss}: give the model its run trained{}",
                         first.map_or(String::new(), |f| format!(" ({} is its first)", f.display()))
                     ),
                 });

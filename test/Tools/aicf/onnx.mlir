@@ -72,6 +72,10 @@
 // batch, and hl-set-batch moves it; scored before in a batch filled with
 // repeats). Its loss is the one of batches of 2 throughout.
 // RUN: (aicf eval %S/../../onnx/gpt.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/fixed-ck/last.safetensors --eval-windows 10 --out %t/fixed-eval && aicf eval %S/../../onnx/gpt.onnx --batch 2 --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/fixed-ck/last.safetensors --eval-windows 10 --out %t/fixed-eval2) 2>&1 | FileCheck %s --check-prefix=FIXEDEVAL
+// The same network imported with another --loss is named as such (it was
+// "another model", unexplained).
+// RUN: not aicf eval %S/../../onnx/gpt.onnx --batch 4 --loss mse --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/fixed-ck/last.safetensors --eval-windows 10 --out %t/other-loss 2>&1 | FileCheck %s --check-prefix=OTHERLOSS
+// OTHERLOSS: the checkpoint is of another model (its run started from IR hash {{[0-9a-f]+}}, {{.*}}gpt.mlir's is {{[0-9a-f]+}}); its run trained it with cross_entropy where this is mse (an ONNX model: give the --loss it was trained with)
 // The same model in a renamed copy of the file (its weights file is named
 // after it) is the model of that checkpoint: scored and resumed (both
 // failed: "another version" looking for gpt.weights.safetensors, "the
