@@ -33,32 +33,63 @@ pub fn forward_differs(module: MlirOperation) -> Option<String> {
     let named = |name: &str| {
         functions.iter().find(|(f, _)| ir::string_attr(*f, "sym_name").as_deref() == Some(name)).map(|&(_, b)| b)
     };
+    // (A module the verifier refuses is its error to say, where it is
+    // compiled: a @forward without its return has no terminator here.)
+    if !unsafe { mlirOperationVerify(module) } {
+        return None;
+    }
     let (forward, loss) = (named("forward")?, named("loss")?);
-    let returned = ir::operands(unsafe { mlirBlockGetTerminator(forward) });
-    // The loss op: exactly one, its first operand the prediction.
+    let terminator = unsafe { mlirBlockGetTerminator(forward) };
+    if terminator.ptr.is_null() {
+        return None;
+    }
+    let returned = ir::operands(terminator);
+    // The loss op: exactly one; its first operand the prediction (either
+    // of a squared error's, which is symmetric).
     let losses: Vec<_> = ir::ops_of(loss)
         .into_iter()
         .filter(|&op| matches!(op_name(op).as_str(), "hl.cross_entropy" | "hl.softmax_cross_entropy" | "hl.mse_loss"))
         .collect();
     let [loss_op] = losses[..] else { return None };
-    let prediction = *ir::operands(loss_op).first()?;
+    let operands = ir::operands(loss_op);
+    let predicted = if op_name(loss_op) == "hl.mse_loss" { &operands[..operands.len().min(2)] } else { &operands[..1] };
     let head = |mut v: MlirValue, over: &[&str]| {
         while let Some(op) = ir::producer(v).filter(|&op| over.contains(&op_name(op).as_str())) {
-            v = ir::operands(op)[0];
+            match ir::operands(op).first() {
+                Some(&x) => v = x,
+                None => break,
+            }
         }
         v
     };
-    let prediction = head(prediction, &["hl.reshape", "hl.transpose", "hl.slice", "hl.cast", "hl.dropout"]);
+    // Each as it is and without its view (a network whose own last op is
+    // a slice has it on both sides).
+    let predictions: Vec<MlirValue> = predicted
+        .iter()
+        .flat_map(|&p| [head(p, &["hl.reshape", "hl.transpose", "hl.slice", "hl.cast", "hl.dropout"]), p])
+        .collect();
     // Any output @forward returns may be the prediction; one that reads no
     // argument (a table an imported graph returns beside its loss) is
     // none.
-    let outputs: Vec<_> = returned
+    let outputs: Vec<MlirValue> = returned
         .into_iter()
-        .map(|v| head(v, &["hl.softmax", "hl.log_softmax", "hl.argmax", "hl.reshape", "hl.transpose", "hl.cast"]))
         .filter(|&v| reads_an_argument(v))
+        .flat_map(|v| {
+            [head(v, &["hl.softmax", "hl.log_softmax", "hl.argmax", "hl.reshape", "hl.transpose", "hl.cast"]), v]
+        })
         .collect();
-    let differences: Vec<_> = outputs.iter().map(|&v| first_difference(v, prediction)).collect();
-    let (f, l) = differences.into_iter().collect::<Option<Vec<_>>>()?.into_iter().next()?;
+    // Agreeing where any pair agrees; else the first pair's difference
+    // (both without their views) is said.
+    let mut differences = Vec::new();
+    for &o in &outputs {
+        for &p in &predictions {
+            match first_difference(o, p) {
+                None => return None,
+                Some(d) => differences.push(d),
+            }
+        }
+    }
+    let (f, l) = differences.into_iter().next()?;
     let say = |v: MlirValue, side: &str| match ir::producer(v) {
         Some(op) => {
             let name = ir::flat_symbol(op, "name").map(|n| format!(" @{n}")).unwrap_or_default();
@@ -85,8 +116,10 @@ fn first_difference(f: MlirValue, l: MlirValue) -> Option<(MlirValue, MlirValue)
     while let Some((f, l)) = work.pop() {
         // Dropout in @loss is off in @forward.
         let mut l = l;
-        while let Some(op) = ir::producer(l).filter(|&op| op_name(op) == "hl.dropout") {
-            l = ir::operands(op)[0];
+        while let Some(x) =
+            ir::producer(l).filter(|&op| op_name(op) == "hl.dropout").and_then(|op| ir::operands(op).first().copied())
+        {
+            l = x;
         }
         if !seen.insert((ir::key(f), ir::key(l))) {
             continue;
@@ -176,12 +209,15 @@ fn same_attributes(a: MlirOperation, b: MlirOperation) -> bool {
         })
 }
 
-/// Whether `v` comes before `w` in `@forward` (an argument before any op).
+/// Whether `v` comes before `w` in `@forward` (an argument before any op;
+/// ops of two blocks, in no order).
 fn before(v: MlirValue, w: MlirValue) -> bool {
     match (ir::producer(v), ir::producer(w)) {
         (None, _) => true,
         (Some(_), None) => false,
-        (Some(a), Some(b)) => unsafe { mlirOperationIsBeforeInBlock(a, b) },
+        (Some(a), Some(b)) => unsafe {
+            mlirOperationGetBlock(a).ptr == mlirOperationGetBlock(b).ptr && mlirOperationIsBeforeInBlock(a, b)
+        },
     }
 }
 

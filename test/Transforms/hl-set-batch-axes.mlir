@@ -55,3 +55,15 @@ func.func @heads(%in: tensor<32x6x24xf32>) -> tensor<6x32x8xf32> {
   %back = hl.reshape %h : tensor<6x64x4xf32> to tensor<6x32x8xf32>
   return %back : tensor<6x32x8xf32>
 }
+
+// A time-major [T, B, 2 H] whose sequence is as long as the batch: the
+// slice of its last axis keeps every step (its axis-0 window, 0 to the old
+// batch, is the sequence's, not the batch's: it kept 5 steps).
+// CHECK-LABEL: func.func @time_major(%{{.*}}: tensor<5x32x8xf32>) -> tensor<5x4xf32>
+// CHECK: hl.slice %{{.*}} start = [0, 0, 0] limit = [32, 5, 4] strides = [1, 1, 1] : tensor<32x5x8xf32>
+func.func @time_major(%x: tensor<32x32x8xf32>) -> tensor<32x4xf32> {
+  %t = hl.transpose %x permutation = [1, 0, 2] : tensor<32x32x8xf32>
+  %h = hl.slice %t start = [0, 0, 0] limit = [32, 32, 4] strides = [1, 1, 1] : tensor<32x32x8xf32>
+  %m = hl.reduce_mean %h axes = [0] : tensor<32x32x4xf32>
+  return %m : tensor<32x4xf32>
+}

@@ -123,3 +123,17 @@ func.func @dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 func.func @huge(%x: tensor<4x68719476736xf32>) -> tensor<4x68719476736xf32> {
   return %x : tensor<4x68719476736xf32>
 }
+
+// -----
+
+// Attention's `[T B, E]` back to `[T, B, E]` where the sequence is as long
+// as the batch: which axis holds the batch is not known, and the reshape
+// is the error (its leading axis, T, was taken for the batch: a wrong type
+// that verified).
+func.func @forward(%x: tensor<32x32x8xf32>) -> tensor<32x32x8xf32> {
+  %t = hl.transpose %x permutation = [1, 0, 2] : tensor<32x32x8xf32>
+  %flat = hl.reshape %t : tensor<32x32x8xf32> to tensor<1024x8xf32>
+  // expected-error @below {{'hl.reshape' op cannot reshape 'tensor<224x8xf32>' (1792 elements) to 'tensor<32x32x8xf32>' (8192 elements)}}
+  %back = hl.reshape %flat : tensor<1024x8xf32> to tensor<32x32x8xf32>
+  return %back : tensor<32x32x8xf32>
+}

@@ -541,6 +541,23 @@ class RnnAttention(nn.Module):
         return self.head(a.mean(0))
 
 
+class GroupNormSingle(nn.Module):
+    """One fresh affine GroupNorm from the dynamo exporter: its weight and
+    bias, reshaped to [C, 1, 1] and folded, are `val_<n>` initializers of
+    ones and zeros read once; they are the module's and train (taken for
+    the exporter's constants of a GroupNorm without weights, they did
+    not)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(1, 8, 3, padding=1)
+        self.gn = nn.GroupNorm(2, 8)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.gn(self.c(x))).mean((2, 3)))
+
+
 def mobilenet():
     import torchvision
 
@@ -576,6 +593,7 @@ MODELS = {
     "groupnorms_dynamo": (GroupNorms, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "groupnorms_tied_dynamo": (GroupNormsTied, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "norms_noaffine_dynamo": (NormsNoAffine, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "groupnorm_single_dynamo": (GroupNormSingle, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "rnn_attention": (RnnAttention, lambda g: torch.randn(8, 6, 8, generator=g), ((8,), 10)),
     "cosine_head": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head_dynamo_noopt": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
@@ -587,7 +605,7 @@ MODELS = {
 
 
 # Fixtures exported as initialized, their equal parameters equal.
-FRESH = {"groupnorms_dynamo", "groupnorms_tied_dynamo"}
+FRESH = {"groupnorms_dynamo", "groupnorms_tied_dynamo", "groupnorm_single_dynamo"}
 
 # Fixtures whose layers read weights computed from parameters.
 COMPUTED_WEIGHTS = {"cosine_head"}

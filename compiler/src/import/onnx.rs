@@ -750,7 +750,8 @@ fn import_model_at(
             .peekable();
         readers.peek().is_some() && (!scalar || readers.all(|(n, k)| computed_operand(n, k)))
     };
-    let (mut params, scalar_picks, arithmetic_picks) = choose_params(graph, &inits, model.producer_name() == "pytorch");
+    let (mut params, scalar_picks, arithmetic_picks) =
+        choose_params(graph, &inits, model.producer_name() == "pytorch", &folded_from_parameter);
     params.extend(
         declared
             .iter()
@@ -1606,6 +1607,7 @@ fn choose_params(
     graph: &proto::GraphProto,
     inits: &HashMap<String, aicf_onnx::Tensor>,
     pytorch: bool,
+    folded_from_parameter: &HashMap<String, usize>,
 ) -> (HashSet<String>, HashSet<String>, HashSet<String>) {
     let mut consumers: HashMap<&str, Vec<(&proto::NodeProto, usize)>> = HashMap::new();
     // (An If's branches' nodes too: a weight only a branch reads is one.)
@@ -1724,12 +1726,16 @@ fn choose_params(
     }
     // In a dynamo export (its nodes carry `pkg.torch.onnx` metadata), the
     // initializers of all ones or all zeros the exporter made and named
-    // `val_<n>` (a module's parameters keep their module's names).
+    // `val_<n>` (a module's parameters keep their module's names), not
+    // folded from a parameter (a fresh GroupNorm's weight, reshaped to
+    // [C, 1, 1] and folded to a `val_<n>` of ones, is the module's: its
+    // optimizer records what it folded).
     let dynamo = graph.node.iter().any(|n| n.metadata_props.iter().any(|p| p.key() == "pkg.torch.onnx.name_scopes"));
     let generated: HashSet<String> = inits
         .iter()
         .filter(|(name, t)| {
             dynamo
+                && !folded_from_parameter.contains_key(*name)
                 && name.strip_prefix("val_").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
                 && t.is_float()
                 && {
@@ -2808,8 +2814,10 @@ impl Importer<'_> {
             // A zero state known at import (PyTorch's default h0, folded
             // to a constant) is the zeros below, spread to the batch (a
             // constant of the batch's size fixed the model's batch).
+            let whole = if layout == 1 { [batch, d, h] } else { [d, batch, h] };
             if let Some(V::C(c)) = given(k)
                 && c.float
+                && c.dims == whole
                 && c.vals.iter().all(|&v| v == 0.0)
             {
                 return Ok(None);

@@ -108,8 +108,23 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
                 unsafe { mlirValueSetType(*r, new) };
                 return Ok(());
             }
+            // Else a result whose leading dimension is the old batch takes
+            // the new one, where the reshape's operand holds the batch alone
+            // in its leading axis (or is not known): one that holds it in
+            // another axis, or merged with others, would take the batch for
+            // an axis of the same size (`[T B, E]` to `[T, B, E]` with T
+            // equal to the batch), and is left to the verifier.
+            let leading_batch = match operand.and_then(|x| original.get(&ir::key(x)).map(|&w| (x, w))) {
+                Some((x, was)) if op_name(op) == "hl.reshape" => {
+                    let (before, now) = (dims_of(was), dims_of(unsafe { mlirValueGetType(x) }));
+                    let differ: Vec<usize> =
+                        (0..before.len().min(now.len())).filter(|&d| before[d] != now[d]).collect();
+                    differ.is_empty() || (differ == [0] && before[0] == from)
+                }
+                _ => true,
+            };
             for (r, ty) in results.iter().zip(before) {
-                if leading_dim(*ty) == Some(from) {
+                if leading_batch && leading_dim(*ty) == Some(from) {
                     unsafe { mlirValueSetType(*r, with_leading_dim(*ty, size)) };
                 }
             }
@@ -151,10 +166,15 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
                         && was.get(d) == Some(&from)
                         && now.get(d) == Some(&size)
                 };
+                // (Axis 0 where it changed, whatever it held: a padded
+                // product's rows of the batch. Not where it did not: a
+                // time-major `[T, B, 2 H]` with T equal to the batch.)
+                let first_changed = was.is_empty() || was.first() != now.first();
                 let axes: Vec<usize> = (0..window[0].len().min(window[1].len()).min(window[2].len()))
-                    // (Axis 0 as before, whatever its operand held: a
-                    // padded product's rows of the batch.)
-                    .filter(|&d| whole(d) || (d == 0 && (window[0][0], window[1][0], window[2][0]) == (0, from, 1)))
+                    .filter(|&d| {
+                        whole(d)
+                            || (d == 0 && first_changed && (window[0][0], window[1][0], window[2][0]) == (0, from, 1))
+                    })
                     .collect();
                 if window.iter().all(|w| !w.is_empty()) && !axes.is_empty() {
                     let mut limit = window[1].clone();
@@ -172,10 +192,25 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
                 && operands.iter().any(|v| {
                     changed.contains(&ir::key(*v)) && leading_dim(unsafe { mlirValueGetType(*v) }) == Some(size)
                 });
-            // (At a new batch of 1 the op infers its types by broadcasting
-            // the old batch's value over the new one's rows: retyped all
-            // the same.)
-            if !mixes || (size != 1 && infers_quietly(op) >= 0) {
+            if !mixes {
+                return;
+            }
+            // (At a new batch of 1 an elementwise op infers its types by
+            // broadcasting the old batch's value over the new one's row:
+            // retyped all the same, where its result took the old batch and
+            // its operands are of one rank; a concatenation is left.)
+            let inferred = infers_quietly(op);
+            let rank = |v: &MlirValue| {
+                let t = unsafe { mlirValueGetType(*v) };
+                unsafe { mlirTypeIsARankedTensor(t) }.then(|| unsafe { mlirShapedTypeGetRank(t) })
+            };
+            let over_one = size == 1
+                && inferred == 1
+                && unsafe { mlirOperationGetNumResults(op) } == 1
+                && leading_dim(unsafe { mlirValueGetType(mlirOperationGetResult(op, 0)) }) == Some(from)
+                && op_name(op) != "hl.concat"
+                && operands.iter().all(|v| rank(v).is_some() && rank(v) == rank(&operands[0]));
+            if inferred >= 0 && !over_one {
                 return;
             }
             for v in operands {
@@ -500,7 +535,9 @@ fn dims_of(t: MlirType) -> Vec<i64> {
 /// MultiheadAttention): that axis takes the new batch. `None` otherwise.
 fn batch_axis_kept(stated: MlirType, was: MlirType, now: MlirType, from: i64, size: i64) -> Option<MlirType> {
     let ranked = |t: MlirType| unsafe { mlirTypeIsARankedTensor(t) };
-    if !(ranked(stated) && ranked(was) && ranked(now)) || from == size {
+    // (An old batch of 1 is a factor of every axis: its place is not
+    // known.)
+    if !(ranked(stated) && ranked(was) && ranked(now)) || from == size || from == 1 {
         return None;
     }
     let (out, before, after) = (dims_of(stated), dims_of(was), dims_of(now));

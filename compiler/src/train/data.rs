@@ -1090,9 +1090,14 @@ fn find_target_scale(names: &[String], rows: &Rows) -> Option<String> {
         return None;
     }
     let name = names.get(c).or(names.last()).map_or("the data", String::as_str);
+    let why = if far(deviation) || deviation == 0.0 {
+        "a squared error at that scale overflows, stalls or reads as perfect in f32"
+    } else {
+        "a network's outputs start near 0, at a scale of 1, and take many steps to reach them"
+    };
     Some(format!(
-        "{name}: the targets (input #{c}) have mean {mean:.4e} and standard deviation {deviation:.4e}; a squared error \
-         at that scale overflows, stalls or reads as perfect in f32: scale the targets to about 1 (and the loss back)"
+        "{name}: the targets (input #{c}) have mean {mean:.4e} and standard deviation {deviation:.4e}; {why}: scale \
+         the targets to about 1 (and the loss back)"
     ))
 }
 
@@ -1216,7 +1221,11 @@ impl Dataset {
     /// its checkpoint is said.
     pub fn input_magnitude(&self) -> Option<f64> {
         match &self.kind {
-            Kind::Rows(rows) => rows.columns.first().filter(|c| !is_int(c.dtype)).and_then(p99_magnitude),
+            // (At least 256 values: a row or two to predict says little of
+            // a scale.)
+            Kind::Rows(rows) => {
+                rows.columns.first().filter(|c| !is_int(c.dtype) && c.values.len() >= 256).and_then(p99_magnitude)
+            }
             Kind::Text(_) => None,
         }
     }
@@ -3172,7 +3181,6 @@ mod tests {
             metadata: std::collections::BTreeMap::new(),
             outlier: None,
             notes: Vec::new(),
-            unscaled: false,
             unscaled: false,
         };
         assert_eq!(d.whole_batches(2, 2), (1, 1));

@@ -857,6 +857,10 @@ fn a_weight_penalty_the_exporter_folded_is_named_and_one_it_kept_trains() {
 #[test]
 fn norms_without_learnable_weights_from_the_dynamo_exporter_train_none() {
     check("norms_noaffine_dynamo");
+    // One fresh affine GroupNorm: its weight and bias, folded to `val_<n>`
+    // ones and zeros read once, are the module's (the optimizer's record
+    // says what it folded them from) and train.
+    check("groupnorm_single_dynamo");
 }
 
 /// Two fresh GroupNorms of one width from the dynamo exporter, which
