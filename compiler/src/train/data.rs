@@ -1108,7 +1108,11 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
 
 /// Whether the data file `path` is read as a text (`.txt`, in any case).
 pub fn is_text(path: &Path) -> bool {
-    path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().ends_with(".txt"))
+    // (Compressed too, as a table may be: `.txt.gz` was "not a data file".)
+    path.file_name().is_some_and(|n| {
+        let n = n.to_string_lossy().to_lowercase();
+        n.ends_with(".txt") || n.ends_with(".txt.gz")
+    })
 }
 
 /// Whether the data file `path`'s name ends in one of `endings` (in any
@@ -1168,7 +1172,7 @@ impl Dataset {
             let names = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
             rows_of_arrays(&names, arrays, sig, options)
         } else {
-            Err(bad(format!("{name}: not a data file AICF reads (.csv, .csv.gz, .txt, .safetensors, .npy)")))
+            Err(bad(format!("{name}: not a data file AICF reads (.csv, .csv.gz, .txt, .txt.gz, .safetensors, .npy)")))
         }?;
         if let Kind::Rows(rows) = &dataset.kind {
             let scale = dataset.metadata.get("feature_scale").and_then(|s| s.parse().ok()).unwrap_or(1.0);
@@ -1676,11 +1680,12 @@ pub struct Peek {
     pub cause: Option<String>,
 }
 
-/// Reads `path` (a `.csv`, `.csv.gz` or `.txt`) for its task and shapes.
+/// Reads `path` (a `.csv`, `.csv.gz`, `.txt` or `.txt.gz`) for its task
+/// and shapes.
 pub fn peek(path: &Path) -> Result<Peek> {
     let name = path.display().to_string();
     let lower = name.to_lowercase();
-    if lower.ends_with(".txt") {
+    if is_text(path) {
         let bytes = text_bytes(path)?;
         let (size, rows, note) = match std::str::from_utf8(&bytes) {
             Ok(text) => {

@@ -9,10 +9,15 @@
 // RUN: head -c 20000 %S/../../../data/tinyshakespeare.txt > %t/small.txt
 // RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/small.txt --epochs 1 --windows-per-epoch 32 --eval-windows 1000 --out %t/held --checkpoint-dir %t/held-ckpt --no-progress > %t/held.txt 2>&1
 // RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/small.txt --checkpoint %t/held-ckpt/last.safetensors --out %t/held-eval >> %t/held.txt 2>&1
+// A text gzipped (.txt.gz, "not a data file" before) reads as the same
+// text, the one the checkpoint trained on.
+// RUN: gzip -c %t/small.txt > %t/small.txt.gz
+// RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/small.txt.gz --checkpoint %t/held-ckpt/last.safetensors --out %t/held-eval >> %t/held.txt 2>&1
 // RUN: FileCheck %s --check-prefix=HELD < %t/held.txt
 // HELD: (62 held-out windows scored), batch 16
 // HELD: val loss [[LOSS:[0-9.]+]] nats/char  val accuracy [[ACC:[0-9.]+]]%
-// HELD: accuracy [[ACC]]% on 62 held-out windows of {{.*}}loss [[LOSS]] nats/char
+// HELD: accuracy [[ACC]]% on 62 held-out windows of {{.*}}small.txt {{.*}}loss [[LOSS]] nats/char
+// HELD: accuracy [[ACC]]% on 62 held-out windows of {{.*}}small.txt.gz {{.*}}loss [[LOSS]] nats/char
 // A text the checkpoint did not train on is scored whole: 3000 characters,
 // 46 windows of 64.
 // RUN: head -c 5000 %S/../../../data/tinyshakespeare.txt | tail -c 3000 > %t/other.txt

@@ -345,7 +345,7 @@ enum Command {
         compile: ModelArgs,
         #[command(flatten)]
         device: DeviceArgs,
-        /// The data: .csv or .csv.gz, .txt, .safetensors, or one .npy per
+        /// The data: .csv or .csv.gz, .txt or .txt.gz, .safetensors, or one .npy per
         /// input (repeat --data).
         #[arg(long, required = true)]
         data: Vec<PathBuf>,
