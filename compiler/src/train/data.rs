@@ -866,6 +866,10 @@ pub struct Dataset {
     pub unscaled: bool,
 }
 
+/// Checkpoint metadata: [`Dataset::values_digest`] of the data the run
+/// trained on.
+pub const VALUES_KEY: &str = "data_values";
+
 /// Checkpoint metadata: [`Dataset::input_magnitude`] of the data the run
 /// trained on.
 pub const INPUT_MAGNITUDE_KEY: &str = "input_magnitude";
@@ -1205,6 +1209,11 @@ impl Dataset {
         {
             dataset.metadata.insert(INPUT_MAGNITUDE_KEY.into(), m.to_string());
         }
+        if !options.predicting
+            && let Some(d) = dataset.values_digest()
+        {
+            dataset.metadata.insert(VALUES_KEY.into(), d);
+        }
         Ok(dataset)
     }
 
@@ -1216,6 +1225,27 @@ impl Dataset {
             Kind::Rows(rows) => find_missing_classes(name, rows, sig),
             Kind::Text(_) => None,
         }
+    }
+
+    /// A hash of every example's values as the model reads them (every
+    /// row, in the file's order, whatever the split): the same for another
+    /// file of the same rows read at the same scale. Rows only.
+    pub fn values_digest(&self) -> Option<String> {
+        let Kind::Rows(rows) = &self.kind else { return None };
+        // (FNV-1a over the values' bits, as the files' hashes are, without
+        // a copy of the data.)
+        let mut h: u64 = 0xcbf29ce484222325;
+        let mut eat = |word: u64| {
+            for b in word.to_le_bytes() {
+                h ^= b as u64;
+                h = h.wrapping_mul(0x100000001b3);
+            }
+        };
+        for c in &rows.columns {
+            eat(c.values.len() as u64);
+            c.values.iter().for_each(|v| eat(v.to_bits()));
+        }
+        Some(format!("{h:016x}"))
     }
 
     /// The 99th percentile of the nonzero magnitudes of input #0's values

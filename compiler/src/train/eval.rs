@@ -71,20 +71,12 @@ pub fn evaluate_checkpoint(
     // every held-out window of a text is scored, not a sample. A text is
     // read with the vocabulary it trained with: ids by the characters of
     // this file would mean other characters to the model.
-    let trained_on = match meta.get("data") {
+    let mut trained_on = match meta.get("data") {
         Some(d) => super::run::records_data(d, data)?,
         None => false,
     };
     let text = data.first().is_some_and(|p| super::data::is_text(p));
-    let held = trained_on && val_split > 0.0;
-    if trained_on && !held {
-        report.note(&format!(
-            "{}: the checkpoint's run held none of it out (--val-split 0): every example is scored, the trained ones \
-             included",
-            data_name(data)
-        ));
-    }
-    let data_options = DataOptions {
+    let options_for = |held: bool| DataOptions {
         seed,
         val_split: if held { val_split } else { 0.0 },
         feature_scale: scale,
@@ -94,7 +86,34 @@ pub fn evaluate_checkpoint(
         whole_text: text && !held,
         ..DataOptions::default()
     };
-    let dataset = Dataset::load(data, &sig, &data_options)?;
+    let mut dataset = Dataset::load(data, &sig, &options_for(trained_on && val_split > 0.0))?;
+    // Another file of the same rows (the table saved again with other line
+    // endings, spacing or number formatting) is the data the run trained
+    // on: its values are (every training example was scored as held out,
+    // with no word).
+    if !trained_on
+        && !text
+        && let (Some(recorded), Some(now)) = (meta.get(super::data::VALUES_KEY), dataset.values_digest())
+        && *recorded == now
+    {
+        trained_on = true;
+        report.note(&format!(
+            "{}: the same rows as the data the checkpoint's run trained on (another file of them): scored as that \
+             data",
+            data_name(data)
+        ));
+        if val_split > 0.0 {
+            dataset = Dataset::load(data, &sig, &options_for(true))?;
+        }
+    }
+    let held = trained_on && val_split > 0.0;
+    if trained_on && !held {
+        report.note(&format!(
+            "{}: the checkpoint's run held none of it out (--val-split 0): every example is scored, the trained ones \
+             included",
+            data_name(data)
+        ));
+    }
     // Other data's features are read as the run read its table: divided by
     // its scale (said: arrays already scaled were divided again, unsaid;
     // once they read, not before an error in them).

@@ -4,8 +4,8 @@
 // (scored in fp32, an fp16 checkpoint's figures differed from its run's on
 // the same rows); a --precision given runs in that one, with a note. The
 // training data is recognised by content: decompressed, or compressed
-// again, eval scores what the run held out (it scored every row, the
-// trained ones included).
+// again, or saved again with other bytes for the same rows, eval scores
+// what the run held out (it scored every row, the trained ones included).
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | sed -n 1,400p > %t/digits.csv
 // RUN: gzip -c %t/digits.csv > %t/digits.csv.gz
@@ -17,6 +17,11 @@
 // RUN: python3 -c "import json; r=[json.loads(l) for l in open('%t/run/metrics.jsonl')][-1]; print('RUN %%.2f%%%% %%.4f' %% (100*r['val_accuracy'], r['val_loss']))" > %t/figures.txt
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv.gz --checkpoint %t/ckpt/last.safetensors --out %t/eval >> %t/figures.txt
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/ckpt/last.safetensors --out %t/eval >> %t/figures.txt
+// Saved again with Windows line endings (other bytes, the same rows), it
+// is the same data by its values (every row was scored, the trained ones
+// included, unsaid).
+// RUN: sed 's/$//' %t/digits.csv > %t/crlf.csv
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/crlf.csv --checkpoint %t/ckpt/last.safetensors --out %t/eval >> %t/figures.txt 2>&1
 // RUN: FileCheck %s --check-prefix=AGREE < %t/figures.txt
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/ckpt/last.safetensors --precision fp32 --out %t/eval 2>&1 | FileCheck %s --check-prefix=FP32
 // RUN: head -c 20000 %S/../../../data/tinyshakespeare.txt > %t/small.txt
@@ -26,6 +31,8 @@
 // AGREE: RUN [[ACC:[0-9.]+%]] [[LOSS:[0-9.]+]]
 // AGREE: accuracy [[ACC]] on 80 held-out rows of {{.*}}digits.csv.gz {{.*}}; loss [[LOSS]] nats
 // AGREE: accuracy [[ACC]] on 80 held-out rows of {{.*}}digits.csv {{.*}}; loss [[LOSS]] nats
+// AGREE: note: {{.*}}crlf.csv: the same rows as the data the checkpoint's run trained on (another file of them): scored as that data
+// AGREE: accuracy [[ACC]] on 80 held-out rows of {{.*}}crlf.csv {{.*}}; loss [[LOSS]] nats
 // FP32: note: {{.*}}last.safetensors trained in fp16; this runs it in fp32: its run's own figures came from fp16
 // FP32: accuracy {{[0-9.]+}}% on 80 held-out rows
 // SAMPLE: To be{{.....}}
