@@ -280,6 +280,12 @@ pub struct Imported {
     /// Whether an input had a symbolic (or unknown) dimension for
     /// `--batch` to bind.
     pub symbolic: bool,
+    /// An export at a static batch of 1 (PyTorch's `torch.randn(1, ...)`
+    /// with no dynamic axis) given `--batch N`: `Ok(())` where its inputs'
+    /// leading 1 was read as the batch, bound to N; `Err(why)` where the
+    /// graph's own ops fix the batch at 1 (it imports at 1). `None`
+    /// otherwise.
+    pub batch_of_one: Option<Result<(), String>>,
     /// Float initializers of more than one value that import as constants
     /// (no op uses them as a weight): not trained. (ONNX marks no tensor
     /// trainable; the importer decides by use.)
@@ -523,6 +529,46 @@ pub fn import_model(
     options: &ImportOptions,
 ) -> Result<Imported, ImportError> {
     let imported = import_model_at(model, name, base, options)?;
+    // Exported at a static batch of 1 (no dynamic axis) and given a batch:
+    // the inputs' leading 1 is taken for the batch (it trained one row a
+    // step, --batch unused), where the graph imports so; where an op fixes
+    // the batch at 1 (a reshape to [1, -1]), at 1, with the reason.
+    if options.batch.is_some_and(|b| b != 1)
+        && !imported.symbolic
+        && let Some(relaxed) = leading_one_as_batch(model)
+    {
+        // Each output must come out per row too: a graph that folds the
+        // rows together (a reshape to [1, -1] read by a layer as wide)
+        // imports, but is no model of a batch.
+        let per_row = |again: &Imported| {
+            let text = &again.module.text;
+            let Some(at) = text.find("func.func @forward(") else { return Ok(()) };
+            let line = text[at..].lines().next().unwrap_or_default();
+            let results = line.rsplit_once("->").map_or("", |(_, r)| r);
+            let batch = options.batch.unwrap_or(1);
+            match results.split("tensor<").skip(1).find(|t| !t.starts_with(&format!("{batch}x"))) {
+                Some(t) => Err(format!(
+                    "@forward returns tensor<{}, not {batch} rows",
+                    t.split_whitespace().next().unwrap_or(t).trim_end_matches([',', ')', '{'])
+                )),
+                None => Ok(()),
+            }
+        };
+        return match import_model(&relaxed, name, base, options).map_err(|e| e.to_string()).and_then(|again| {
+            per_row(&again)?;
+            Ok(again)
+        }) {
+            Ok(mut again) => {
+                again.batch_of_one = Some(Ok(()));
+                Ok(again)
+            }
+            Err(e) => {
+                let mut imported = imported;
+                imported.batch_of_one = Some(Err(e.trim_start_matches(&format!("{name}: ")).to_string()));
+                Ok(imported)
+            }
+        };
+    }
     if let (Some(batch), true, false) = (options.batch, imported.symbolic, imported.branches.is_empty()) {
         for other in [1, batch + 1] {
             if other == batch {
@@ -549,6 +595,44 @@ pub fn import_model(
         }
     }
     Ok(imported)
+}
+
+/// `model` with each graph input's (and output's) static leading 1 made a
+/// symbolic `batch`, where every data input (not an initializer) has one;
+/// `None` where not.
+fn leading_one_as_batch(model: &proto::ModelProto) -> Option<proto::ModelProto> {
+    use proto::tensor_shape_proto::dimension::Value;
+    let graph = model.graph.as_ref()?;
+    let inits: HashSet<&str> = graph.initializer.iter().map(|t| t.name()).collect();
+    let leading = |v: &proto::ValueInfoProto| -> Option<i64> {
+        let Some(proto::type_proto::Value::TensorType(t)) = v.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+            return None;
+        };
+        match t.shape.as_ref()?.dim.first()?.value {
+            Some(Value::DimValue(d)) => Some(d),
+            _ => None,
+        }
+    };
+    let data: Vec<&proto::ValueInfoProto> = graph.input.iter().filter(|i| !inits.contains(i.name())).collect();
+    if data.is_empty() || !data.iter().all(|i| leading(i) == Some(1)) {
+        return None;
+    }
+    let mut relaxed = model.clone();
+    let g = relaxed.graph.as_mut()?;
+    let batch = |v: &mut proto::ValueInfoProto| {
+        if let Some(proto::type_proto::Value::TensorType(t)) = v.r#type.as_mut().and_then(|t| t.value.as_mut())
+            && let Some(d) = t.shape.as_mut().and_then(|s| s.dim.first_mut())
+            && d.value == Some(Value::DimValue(1))
+        {
+            d.value = Some(Value::DimParam("batch".into()));
+        }
+    };
+    g.input.iter_mut().filter(|i| !inits.contains(i.name())).for_each(batch);
+    g.output.iter_mut().for_each(batch);
+    // (Shapes recorded for intermediate values are the batch of 1's; an
+    // initializer's record, its exporter's metadata, stays.)
+    g.value_info.retain(|v| inits.contains(v.name()));
+    Some(relaxed)
 }
 
 fn import_model_at(
@@ -1211,6 +1295,7 @@ fn import_model_at(
         opset,
         inputs,
         symbolic,
+        batch_of_one: None,
         frozen,
         exported_constants,
         scalar_params: {

@@ -3374,3 +3374,49 @@ fn trainable_names_initializers_to_train_whatever_their_use() {
     let e = import(&["floor"], &["floor"]).unwrap_err().to_string();
     assert!(e.contains("--trainable floor and --freeze both name 'floor'"), "{e}");
 }
+
+/// A model exported at a static batch of 1 (`torch.randn(1, ...)`, no
+/// dynamic axis) given `--batch 8`: its inputs' leading 1 is read as the
+/// batch (it trained one row a step, --batch unused); where the graph folds
+/// the rows together (a reshape to [1, -1]), it stays at 1, with the
+/// reason.
+#[test]
+fn a_static_batch_of_one_export_runs_at_the_batch_given() {
+    let gemm = one_node_model(
+        "fc",
+        "Gemm",
+        (&[1, 4], &[1, 3]),
+        vec![int_attribute("transB", 1)],
+        vec![
+            float_init("w", vec![3, 4], (0..12).map(|i| i as f32 / 10.0).collect()),
+            float_init("b", vec![3], vec![0.5; 3]),
+        ],
+        17,
+    );
+    let options = ImportOptions { batch: Some(8), loss: Loss::Mse, ..Default::default() };
+    let imported = onnx::import_model(&gemm, "fc.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!(imported.batch_of_one, Some(Ok(())));
+    assert_eq!(imported.inputs[0].1.shape, [8, 4]);
+    // The rows folded into one: at 1, said why.
+    let shape = aicf_onnx::proto::TensorProto {
+        name: Some("shape".into()),
+        dims: vec![2],
+        data_type: Some(7),
+        int64_data: vec![1, -1],
+        ..Default::default()
+    };
+    let mut folded = one_node_model("flat", "Reshape", (&[1, 2, 2], &[1, 4]), vec![], vec![shape], 17);
+    let imported = onnx::import_model(&folded, "flat.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!(imported.inputs[0].1.shape, [1, 2, 2]);
+    let why = imported.batch_of_one.clone().unwrap().unwrap_err();
+    assert!(why.contains("output 'y' is declared [?, 4], the graph computes [1, 32]"), "{why}");
+    // (An output of no declared shape: its rows are counted.)
+    folded.graph.as_mut().unwrap().output[0].r#type = None;
+    let imported = onnx::import_model(&folded, "flat.onnx", std::path::Path::new("."), &options).unwrap();
+    let why = imported.batch_of_one.clone().unwrap().unwrap_err();
+    assert!(why.contains("@forward returns tensor<1x32xf32>, not 8 rows"), "{why}");
+    // Without --batch, or with 1, nothing changes.
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+    let imported = onnx::import_model(&gemm, "fc.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!((imported.batch_of_one, imported.inputs[0].1.shape.clone()), (None, vec![1, 4]));
+}

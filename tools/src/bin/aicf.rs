@@ -2188,11 +2188,23 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         aicf_compiler::train::run::make_dir(dir).map_err(|e| format!("-o {}: {e}", output.display()))?;
     }
     imported.write(output).map_err(|e| e.to_string())?;
-    if let (Some(b), false) = (batch, imported.symbolic) {
-        eprintln!(
+    match (batch, imported.symbolic, &imported.batch_of_one) {
+        (Some(b), _, Some(Ok(()))) => eprintln!(
+            "note: {} was exported at a static batch of 1: its inputs' first dimension is read as the batch, at \
+             --batch {b} (export with a dynamic batch axis to say so: dynamic_axes={{'{}': {{0: 'batch'}}}})",
+            model.display(),
+            imported.inputs.first().map_or("x", |(n, _)| n.as_str())
+        ),
+        (Some(b), _, Some(Err(why))) => eprintln!(
+            "note: --batch {b} is unused: {} was exported at a static batch of 1, and the graph fixes it ({why}); \
+             it runs one row at a time (export it with a dynamic batch axis)",
+            model.display()
+        ),
+        (Some(b), false, None) => eprintln!(
             "note: --batch {b} is unused: {}'s inputs have no symbolic dimension (they keep their sizes)",
             model.display()
-        );
+        ),
+        _ => {}
     }
     if !imported.frozen.is_empty() {
         let total: usize = imported.frozen.iter().map(|(_, n)| n).sum();
