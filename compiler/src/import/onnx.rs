@@ -848,15 +848,15 @@ fn import_model_at(
         Some(prefix) => name.starts_with(prefix),
         None => name == pattern,
     };
-    if let Some(p) = options.freeze.iter().find(|p| !inits.keys().any(|n| matches(p, n))) {
+    // (A flag's name that matches none is said with some that exist.)
+    let some_floats = || {
         let mut names: Vec<&String> = inits.keys().filter(|n| inits[*n].is_float()).collect();
         names.sort();
         let shown: Vec<&str> = names.iter().take(8).map(|n| n.as_str()).collect();
-        return Err(fail(format!(
-            "--freeze {p}: no initializer of that name (its float initializers include {}{})",
-            shown.join(", "),
-            if names.len() > 8 { ", ..." } else { "" }
-        )));
+        format!("its float initializers include {}{}", shown.join(", "), if names.len() > 8 { ", ..." } else { "" })
+    };
+    if let Some(p) = options.freeze.iter().find(|p| !inits.keys().any(|n| matches(p, n))) {
+        return Err(fail(format!("--freeze {p}: no initializer of that name ({})", some_floats())));
     }
     let user_frozen: HashSet<String> =
         inits.keys().filter(|n| options.freeze.iter().any(|p| matches(p, n))).cloned().collect();
@@ -866,14 +866,7 @@ fn import_model_at(
     for p in &options.trainable {
         let named: Vec<&String> = inits.keys().filter(|n| inits[*n].is_float() && matches(p, n)).collect();
         if named.is_empty() {
-            let mut names: Vec<&String> = inits.keys().filter(|n| inits[*n].is_float()).collect();
-            names.sort();
-            let shown: Vec<&str> = names.iter().take(8).map(|n| n.as_str()).collect();
-            return Err(fail(format!(
-                "--trainable {p}: no float initializer of that name (its float initializers include {}{})",
-                shown.join(", "),
-                if names.len() > 8 { ", ..." } else { "" }
-            )));
+            return Err(fail(format!("--trainable {p}: no float initializer of that name ({})", some_floats())));
         }
         if let Some(n) = named.iter().find(|n| user_frozen.contains(**n)) {
             return Err(fail(format!("--trainable {p} and --freeze both name '{n}': give it to one of them")));
