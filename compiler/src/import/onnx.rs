@@ -2892,10 +2892,12 @@ impl Importer<'_> {
             // A zero state known at import (PyTorch's default h0, folded
             // to a constant) is the zeros below, spread to the batch (a
             // constant of the batch's size fixed the model's batch).
-            let whole = if layout == 1 { [batch, d, h] } else { [d, batch, h] };
+            // (Or of one row: zeros are zeros over any batch, and an export
+            // at a static batch of 1 wrote its state so.)
+            let of = |b: usize| if layout == 1 { [b, d, h] } else { [d, b, h] };
             if let Some(V::C(c)) = given(k)
                 && c.float
-                && c.dims == whole
+                && (c.dims == of(batch) || c.dims == of(1))
                 && c.vals.iter().all(|&v| v == 0.0)
             {
                 return Ok(None);
