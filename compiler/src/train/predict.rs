@@ -67,14 +67,16 @@ pub fn known_format(path: &Path) -> bool {
 /// own weights (an imported model's `hl.weights`). Features are read as the
 /// checkpoint's run read them (its table's scale or standardization);
 /// without a checkpoint, as the file holds them. `keep_batch`: as
-/// [`super::eval::evaluate_checkpoint`]'s.
+/// [`super::eval::evaluate_checkpoint`]'s; `result`: which of `@forward`'s
+/// results (from 0; another than the first is written raw, as no
+/// classifier's logits).
 pub fn predict(
     model: &Path,
     options: &Options,
     data: &[PathBuf],
     checkpoint: Option<&Path>,
     out: &Path,
-    keep_batch: bool,
+    (keep_batch, result): (bool, usize),
     report: &mut dyn Report,
 ) -> Result<Predictions> {
     if let Some(text) = data.iter().find(|p| super::data::is_text(p)) {
@@ -182,7 +184,9 @@ pub fn predict(
     for c in trainer.compiled() {
         report.compiled(Path::new(&name), c);
     }
-    let per: usize = output_shape[1..].iter().product();
+    // (Another result's shape is its own, read from the first batch.)
+    let mut output_shape = output_shape;
+    let mut per: usize = output_shape[1..].iter().product();
     let mut values = Vec::with_capacity(n.saturating_mul(per));
     let mut output_dtype = None;
     super::eval::each_batch(n, batch, fill, "predicting", |rows, counted| {
@@ -190,11 +194,32 @@ pub fn predict(
         let data_in: Vec<&Tensor> =
             fed.iter().zip(sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
         let results = trainer.predict(&data_in)?;
-        let Some(y) = results.first() else {
+        if results.is_empty() {
             return Err(TrainError::Input(format!("{name}: @forward returns nothing to predict with")));
+        }
+        let Some(y) = results.get(result) else {
+            return Err(TrainError::Input(format!(
+                "--result {result}: @forward returns {} result{} (0 to {})",
+                results.len(),
+                if results.len() == 1 { "" } else { "s" },
+                results.len() - 1
+            )));
         };
         if output_dtype.is_none() && results.len() > 1 {
-            report.note(&format!("{name}: @forward returns {} results; the first is predicted", results.len()));
+            report.note(&format!(
+                "{name}: @forward returns {} results; result {result} is predicted (--result picks another)",
+                results.len()
+            ));
+        }
+        if output_dtype.is_none() && result > 0 {
+            if !matches!(y.shape.first(), Some(&b) if b == rows.len() || b == batch) {
+                return Err(TrainError::Input(format!(
+                    "--result {result}: @forward's result {result} is {:?}, not one row per example",
+                    y.shape
+                )));
+            }
+            output_shape = y.shape.clone();
+            per = output_shape[1..].iter().product();
         }
         output_dtype = Some(y.dtype);
         let kept = &y.values[..(per * counted).min(y.values.len())];
@@ -215,7 +240,13 @@ pub fn predict(
     })?;
     let shape: Vec<usize> = std::iter::once(n).chain(output_shape[1..].iter().copied()).collect();
     let output = Tensor::new(shape, output_dtype.unwrap_or(DType::F32), values);
-    Ok(Predictions { output, classifies: sig.classifies(), scores: sig.scores })
+    // (Only the first result is the logits a classifier's loss reads.)
+    let first = result == 0;
+    Ok(Predictions {
+        output,
+        classifies: first && sig.classifies(),
+        scores: if first { sig.scores } else { super::data::Scores::Logits },
+    })
 }
 
 /// Whether the module `source` declares parameters (`hl.param`).

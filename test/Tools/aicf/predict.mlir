@@ -30,6 +30,17 @@
 // RUN: cmp %t/with-labels.txt %t/named.txt
 // RUN: cut -d, -f1-64 %t/digits.csv | awk '{print NR-1 "," $0}' > %t/indexed.csv
 // RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/indexed.csv --out %t/p 2>&1 >/dev/null | FileCheck %s --check-prefix=INDEXCOL
+// A @forward of two results: the first by default (a classifier's
+// classes), another with --result, written raw (its rows of 128
+// activations); one it does not return is refused.
+// RUN: aicf train %S/inputs/two-results.mlir.txt --data %t/digits.csv --epochs 1 --no-runs-db --no-progress --out %t/two --checkpoint-dir %t/two-ck > /dev/null
+// RUN: aicf predict %S/inputs/two-results.mlir.txt --checkpoint %t/two-ck --data %t/features.csv --out %t/tp -o %t/first.npy 2>&1 | FileCheck %s --check-prefix=FIRST
+// FIRST: note: {{.*}}@forward returns 2 results; result 0 is predicted (--result picks another)
+// FIRST: class of 600 rows (int64, [600]) written to
+// RUN: aicf predict %S/inputs/two-results.mlir.txt --checkpoint %t/two-ck --data %t/features.csv --out %t/tp --result 1 -o %t/hidden.npy 2>&1 | FileCheck %s --check-prefix=SECOND
+// SECOND: raw of 600 rows (float32, [600, 128]) written to
+// RUN: not aicf predict %S/inputs/two-results.mlir.txt --checkpoint %t/two-ck --data %t/features.csv --out %t/tp --result 2 2>&1 | FileCheck %s --check-prefix=THIRD
+// THIRD: aicf: error: --result 2: @forward returns 2 results (0 to 1)
 // eval says it divides other data by the table's scale once the data
 // reads, not before an error in it.
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/indexed.csv --out %t/e 2>&1 | FileCheck %s --check-prefix=EVALBAD

@@ -609,6 +609,11 @@ enum Command {
         /// as it is: a classifier's logits, other models' default).
         #[arg(long, value_enum)]
         values: Option<PredictValues>,
+        /// Which of @forward's results to write, counting from 0 (a model
+        /// of two outputs: its second is 1); the first by default. Only
+        /// the first is a classifier's logits: another is written raw.
+        #[arg(long, default_value_t = 0)]
+        result: usize,
         /// The file to write, .npy or .csv (default: CSV to stdout).
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -1068,7 +1073,7 @@ fn main() {
             checkpoint_precision(&mut compile, &checkpoint, given("precision"))
                 .and_then(|()| sample(&compile, &device, &checkpoint, &s, &out))
         }
-        Command::Predict { mut compile, device, data, checkpoint, values, output, out } => {
+        Command::Predict { mut compile, device, data, checkpoint, values, result, output, out } => {
             resumed_from = checkpoint.clone();
             let values = values.map(|v| match v {
                 PredictValues::Class => predict::Values::Class,
@@ -1079,7 +1084,9 @@ fn main() {
                 Some(c) => checkpoint_precision(&mut compile, c, given("precision")),
                 None => Ok(()),
             }
-            .and_then(|()| predict(&compile, &device, &data, checkpoint.as_deref(), values, output.as_deref(), &out))
+            .and_then(|()| {
+                predict(&compile, &device, &data, checkpoint.as_deref(), (values, result), output.as_deref(), &out)
+            })
         }
         Command::Runs { what, runs_db } => runs(what, runs_db),
         Command::Propose { data, task, budget, structure, neighbours, next, output, policy, json, runs_db } => propose(
@@ -3265,7 +3272,7 @@ fn predict(
     d: &DeviceArgs,
     data: &[PathBuf],
     checkpoint: Option<&Path>,
-    values: Option<predict::Values>,
+    (values, result): (Option<predict::Values>, usize),
     output: Option<&Path>,
     out: &Path,
 ) -> Result<()> {
@@ -3311,8 +3318,9 @@ fn predict(
         _ => data.to_vec(),
     };
     let options = options(c, d, 0, out)?;
-    let predictions = predict::predict(&model, &options, data, checkpoint, out, c.batch.is_some(), &mut ToStderr)
-        .map_err(|e| e.to_string())?;
+    let predictions =
+        predict::predict(&model, &options, data, checkpoint, out, (c.batch.is_some(), result), &mut ToStderr)
+            .map_err(|e| e.to_string())?;
     let values = values.unwrap_or(predictions.default_values());
     let t = predictions.values(values).map_err(|e| e.to_string())?;
     let rows = t.shape.first().copied().unwrap_or(0);
