@@ -2178,7 +2178,9 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
     let bytes = text_bytes(path)?;
     // (It was "0 training tokens, fewer than one window".)
     if bytes.is_empty() {
-        return Err(bad(format!("{name}: the file is empty: a text to train on has at least one window of tokens")));
+        return Err(bad(format!(
+            "{name}: the file is empty: a text to train on or score holds at least one window of tokens"
+        )));
     }
     let vocab = if let Some(given) = &options.vocabulary {
         if given == "bytes" {

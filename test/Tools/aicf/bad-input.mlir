@@ -411,7 +411,7 @@
 // WPE: aicf: error: --windows-per-epoch 10000000000000: at most 134217728 (an epoch's order is held in memory; train more epochs instead)
 // RUN: : > %t/empty.txt
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/empty.txt --epochs 1 --out %t/empty-text 2>&1 | FileCheck %s --check-prefix=EMPTYTEXT
-// EMPTYTEXT: aicf: error: {{.*}}empty.txt: the file is empty: a text to train on has at least one window of tokens
+// EMPTYTEXT: aicf: error: {{.*}}empty.txt: the file is empty: a text to train on or score holds at least one window of tokens
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/wpe.txt --epochs 1 --out %t/nproc --nproc 100000 2>&1 | FileCheck %s --check-prefix=NPROC
 // NPROC: aicf: error: --nproc 100000: at most {{[0-9]+}} on this machine (16 per core)
 // RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/wpe.txt --epochs 1 --windows-per-epoch 16 --eval-windows 16 --out %t/short-prof --profile %t/short-prof.json --no-progress 2>&1 | FileCheck %s --check-prefix=SHORTPROF
