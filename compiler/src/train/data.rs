@@ -881,7 +881,12 @@ pub const INPUT_MAGNITUDE_KEY: &str = "input_magnitude";
 /// factor of 4.
 pub fn other_magnitude(name: &str, recorded: Option<&String>, dataset: &Dataset) -> Option<String> {
     let trained: f64 = recorded?.parse().ok().filter(|m: &f64| m.is_finite() && *m > 0.0)?;
-    let now = dataset.input_magnitude()?;
+    // (Loaded to score, the data recorded it as a run would; to predict,
+    // it is found here.)
+    let now = match dataset.metadata.get(INPUT_MAGNITUDE_KEY).and_then(|m| m.parse().ok()) {
+        Some(m) => m,
+        None => dataset.input_magnitude()?,
+    };
     let ratio = now / trained;
     if (0.25..=4.0).contains(&ratio) {
         return None;

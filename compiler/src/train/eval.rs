@@ -93,8 +93,9 @@ pub fn evaluate_checkpoint(
     // with no word).
     if !trained_on
         && !text
-        && let (Some(recorded), Some(now)) = (meta.get(super::data::VALUES_KEY), dataset.values_digest())
-        && *recorded == now
+        && let (Some(recorded), Some(now)) =
+            (meta.get(super::data::VALUES_KEY), dataset.metadata.get(super::data::VALUES_KEY))
+        && recorded == now
     {
         trained_on = true;
         report.note(&format!(
