@@ -1273,3 +1273,31 @@ func.func @f(%a: tensor<6917529027641081856x2xf32>) {
   %0 = hl.concat %a, %a axis = 0 : tensor<6917529027641081856x2xf32>, tensor<6917529027641081856x2xf32>
   return
 }
+
+// -----
+
+// An attribute an op does not define is refused, with the nearest one it
+// does: MLIR keeps it as a discardable attribute, so a misspelt optional
+// attribute ran the op with its default.
+func.func @f(%x: tensor<4x8xf32>, %t: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'hl.cross_entropy' op has no attribute 'ignore_idx'; did you mean 'ignore_index'? (it takes: ignore_index, reduction; a name with a dialect prefix, `dialect.name`, is kept as is)}}
+  %0 = hl.cross_entropy %x, %t {ignore_idx = -1} : tensor<4x8xf32>, tensor<4xi32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'hl.relu' op has no attribute 'inplace' (it takes none)}}
+  %0 = hl.relu %x {inplace = true} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A far-off name gets the list without a guess.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'hl.matmul' op has no attribute 'precision' (it takes:}}
+  %0 = hl.matmul %a, %b {precision = "highest"} : tensor<4x8xf32>, tensor<8x3xf32>
+  return %0 : tensor<4x3xf32>
+}

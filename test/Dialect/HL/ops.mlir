@@ -32,8 +32,9 @@ func.func @mlp(%x: tensor<32x64xf32>, %labels: tensor<32xi32>) -> tensor<f32> {
   %b1 = hl.get_param @fc1.bias : tensor<128xf32>
   // CHECK: %[[H:.*]] = hl.linear %{{.*}}, %[[W1]], %[[B1]] : tensor<32x64xf32>, tensor<128x64xf32>, tensor<128xf32>
   %h = hl.linear %x, %w1, %b1 : tensor<32x64xf32>, tensor<128x64xf32>, tensor<128xf32>
-  // CHECK: %[[R:.*]] = hl.relu %[[H]] : tensor<32x128xf32>
-  %r = hl.relu %h : tensor<32x128xf32>
+  // A discardable attribute with a dialect prefix is kept.
+  // CHECK: %[[R:.*]] = hl.relu %[[H]] {my.note = "kept"} : tensor<32x128xf32>
+  %r = hl.relu %h {my.note = "kept"} : tensor<32x128xf32>
   %w2 = hl.get_param @fc2.weight : tensor<10x128xf32>
   // CHECK: %[[L:.*]] = hl.linear %[[R]], %{{.*}} : tensor<32x128xf32>, tensor<10x128xf32>
   %l = hl.linear %r, %w2 : tensor<32x128xf32>, tensor<10x128xf32>
@@ -257,6 +258,9 @@ hl.param @opt.w : tensor<3xf32> owner "opt" init <zeros>
 hl.state @opt.w.exp_avg : tensor<3xf32> of @opt.w slot "exp_avg" init <zeros>
 // CHECK: hl.state @step : tensor<i64> slot "step" init <zeros>
 hl.state @step : tensor<i64> slot "step" init <zeros>
+// A masked growth's counter carries its ramp and delay.
+// CHECK: hl.state @fc1.mask : tensor<f32> slot "mask" init <zeros> {delay = 2 : i64, ramp = 4 : i64}
+hl.state @fc1.mask : tensor<f32> slot "mask" init <zeros> {delay = 2 : i64, ramp = 4 : i64}
 // CHECK-LABEL: func.func @read_state
 func.func @read_state() -> (tensor<3xf32>, tensor<i64>) {
   // CHECK: hl.get_state @opt.w.exp_avg : tensor<3xf32>

@@ -116,6 +116,46 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// Attributes an op does not define
+//===----------------------------------------------------------------------===//
+
+LogicalResult hl::verifyKnownAttributes(Operation *op) {
+  std::optional<RegisteredOperationName> info = op->getRegisteredInfo();
+  if (!info)
+    return success();
+  for (NamedAttribute a : op->getDiscardableAttrs()) {
+    StringRef name = a.getName().strref();
+    // A dialect's own discardable attribute (`ll.recomputed`), as MLIR's
+    // convention spells them.
+    if (name.contains('.'))
+      continue;
+    ArrayRef<StringAttr> known = info->getAttributeNames();
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "has no attribute '" << name << "'";
+    if (known.empty()) {
+      diag << " (it takes none)";
+      return diag;
+    }
+    StringRef nearest;
+    unsigned best = ~0u;
+    for (StringAttr k : known) {
+      unsigned d = name.edit_distance(k.strref(), /*AllowReplacements=*/true);
+      if (d < best) {
+        best = d;
+        nearest = k.strref();
+      }
+    }
+    if (best <= std::max<size_t>(2, name.size() / 3))
+      diag << "; did you mean '" << nearest << "'?";
+    diag << " (it takes: ";
+    llvm::interleaveComma(known, diag, [&](StringAttr k) { diag << k.strref(); });
+    diag << "; a name with a dialect prefix, `dialect.name`, is kept as is)";
+    return diag;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Constant folding of elementwise ops
 //===----------------------------------------------------------------------===//
 

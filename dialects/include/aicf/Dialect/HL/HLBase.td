@@ -32,8 +32,16 @@ def HL_Dialect : Dialect {
   let hasConstantMaterializer = 1;
 }
 
+// Every hl op refuses an attribute it does not define, unless the name has a
+// dialect prefix (`ll.recomputed`): MLIR keeps any other name as a
+// discardable attribute, so a misspelt optional one (`{axs = 0}`,
+// `{epsilon = 1e-5}`) was kept and ignored, and the op ran with its default.
+def HL_KnownAttributes : NativeOpTrait<"KnownAttributes"> {
+  let cppNamespace = "::hl";
+}
+
 class HL_Op<string mnemonic, list<Trait> traits = []>
-    : Op<HL_Dialect, mnemonic, traits>;
+    : Op<HL_Dialect, mnemonic, !listconcat(traits, [HL_KnownAttributes])>;
 
 class HL_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<HL_Dialect, name, traits> {

@@ -75,13 +75,19 @@ def HL_StateOp : HL_Op<"state",
         slot "exp_avg" init <zeros>
     hl.state @step : tensor<i64> slot "step" init <zeros>
     ```
+
+    A masked growth's counter (slot `mask`) also carries `ramp`, the steps
+    its new units take to reach full weight, and `delay`, the steps before
+    they start (`hl-widen`'s `mask` and `mask_delay`).
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
     TypeAttrOf<HL_Tensor>:$type,
     OptionalAttr<FlatSymbolRefAttr>:$param,
     StrAttr:$slot,
-    HL_InitAttr:$init
+    HL_InitAttr:$init,
+    OptionalAttr<I64Attr>:$ramp,
+    OptionalAttr<I64Attr>:$delay
   );
   let assemblyFormat = [{
     $sym_name `:` $type (`of` $param^)? `slot` $slot `init` $init attr-dict

@@ -12,6 +12,18 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace hl {
+/// Fails on an attribute `op` does not define whose name has no dialect
+/// prefix, naming the attributes it defines and the nearest one.
+mlir::LogicalResult verifyKnownAttributes(mlir::Operation *op);
+
+template <typename ConcreteType>
+class KnownAttributes : public mlir::OpTrait::TraitBase<ConcreteType, KnownAttributes> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) { return verifyKnownAttributes(op); }
+};
+} // namespace hl
+
 #define GET_OP_CLASSES
 #include "aicf/Dialect/HL/HLOps.h.inc"
 
