@@ -225,3 +225,74 @@ fn place(op: MlirOperation) -> String {
     // SAFETY: a location of a live op's context.
     crate::context::describe_location(unsafe { melior::ir::Location::from_raw(ir::op_loc(op)) })
 }
+
+/// Where `@loss` takes a mean over the batch by hand, with the batch it
+/// was written for as a number: a sum over the batch divided by `batch`
+/// (or multiplied by `1 / batch`; or by the count of every summed element,
+/// a language model's `B T`). `hl-set-batch` retargets the shapes, not a
+/// number, so at another batch (`--batch`, or a smaller last batch) that
+/// loss and its gradients are scaled by the ratio, without a word, where
+/// `hl.reduce_mean` or a loss op's `reduction = mean` follow the batch.
+/// The op's place and the number.
+pub fn batch_constant(module: MlirOperation, batch: usize) -> Option<(String, f64)> {
+    if batch < 2 {
+        return None;
+    }
+    let (_, loss) =
+        ir::functions(module).into_iter().find(|(f, _)| ir::string_attr(*f, "sym_name").as_deref() == Some("loss"))?;
+    for op in ir::ops_of(loss) {
+        let name = op_name(op);
+        if name != "hl.div" && name != "hl.mul" {
+            continue;
+        }
+        let [a, b] = ir::operands(op)[..] else { continue };
+        // (A product's constant may come first.)
+        let pairs: &[(MlirValue, MlirValue)] = if name == "hl.div" { &[(a, b)] } else { &[(a, b), (b, a)] };
+        for &(x, c) in pairs {
+            let Some(v) = ir::splat_value(c) else { continue };
+            if ir::spec(c).shape.iter().product::<usize>() != 1 {
+                continue;
+            }
+            let Some(summed) = batch_sum(x, batch) else { continue };
+            let counts = [batch as f64, summed as f64];
+            let n = if name == "hl.div" { v } else { 1.0 / v };
+            if counts.iter().any(|&k| (n - k).abs() <= 1e-6 * k) {
+                return Some((place(op), v));
+            }
+        }
+    }
+    None
+}
+
+/// The count of elements summed when `v` is a sum over everything of a
+/// value of `batch` rows (through a negation, cast or reshape).
+fn batch_sum(mut v: MlirValue, batch: usize) -> Option<usize> {
+    loop {
+        let op = ir::producer(v)?;
+        match op_name(op).as_str() {
+            "hl.neg" | "hl.cast" | "hl.reshape" => v = *ir::operands(op).first()?,
+            "hl.reduce_sum" => {
+                let input = ir::spec(*ir::operands(op).first()?);
+                let rank = input.shape.len();
+                let axes = ir::i64_array(op, "axes")?;
+                // Every axis, the batch's first among them.
+                return (input.shape.first() == Some(&batch) && axes.len() == rank)
+                    .then(|| input.shape.iter().product());
+            }
+            // A loss op's sum: over every row's (a token's) loss, or every
+            // element's squared error.
+            "hl.cross_entropy" | "hl.softmax_cross_entropy" | "hl.mse_loss" => {
+                // (reduction: mean 0, sum 1.)
+                let input = ir::spec(*ir::operands(op).first()?);
+                let rows = if op_name(op) == "hl.mse_loss" {
+                    input.shape.iter().product()
+                } else {
+                    input.shape[..input.shape.len().saturating_sub(1)].iter().product()
+                };
+                return (ir::int_attr(op, "reduction") == Some(1) && input.shape.first() == Some(&batch))
+                    .then_some(rows);
+            }
+            _ => return None,
+        }
+    }
+}

@@ -623,6 +623,34 @@ pub fn forward_differs(source: &str, name: &str) -> Option<String> {
     crate::consistency::forward_differs(module.as_operation().to_raw())
 }
 
+/// Where the model's `@loss` takes a mean over its batch by hand, with the
+/// batch written as a number ([`crate::consistency::batch_constant`]):
+/// the op's place, the batch the model was written for and the number.
+/// `None` where it does not (or the model does not parse).
+pub fn loss_batch_constant(source: &str, name: &str) -> Option<(String, usize, f64)> {
+    let batch = crate::train::data::Signature::of_source(source, name).ok()?.batch();
+    let ctx = CompilerContext::new();
+    let mut module = ctx.parse(source, name).ok()?;
+    inline_calls(&ctx, &mut module, source).ok()?;
+    let (at, value) = crate::consistency::batch_constant(module.as_operation().to_raw(), batch)?;
+    Some((at, batch, value))
+}
+
+/// A warning's text for [`loss_batch_constant`]: the model written for a
+/// batch of `written` trains batches of `sizes` rows.
+pub fn batch_constant_warning(at: &str, written: usize, value: f64, sizes: &[usize]) -> String {
+    let sizes: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    // (The check matched a division by the count, or a product with its
+    // inverse.)
+    let how = if value >= 1.0 { "divides" } else { "multiplies" };
+    format!(
+        "{at}: @loss {how} its sum over the batch by {value}, a number written for a batch of {written}; batches of \
+         {} rows here get a loss and gradients scaled by their size over {written}, as a learning rate would be: \
+         take the mean with hl.reduce_mean (or a loss op's reduction = mean), which follows the batch",
+        sizes.join(" and ")
+    )
+}
+
 /// Refuses a model that holds a gradient of its own (`@loss_grad` as
 /// `hl-autodiff` writes it, or the optimizer's functions): the optimizer
 /// took a hand-written `@loss_grad` for the gradient of `@loss` at fp32
@@ -696,7 +724,60 @@ pub fn compile_inference(source: &str, name: &str, target: &Target, out_dir: &Pa
 
 #[cfg(test)]
 mod tests {
-    use super::{TrainOptions, identity_text};
+    use super::{TrainOptions, identity_text, loss_batch_constant};
+
+    /// A regression's `@loss` at a batch of 8 whose last lines are `tail`
+    /// (from `%d`, the prediction minus the target, `tensor<8x3xf32>`).
+    fn regression(tail: &str) -> String {
+        format!(
+            "hl.param @w : tensor<3x4xf32> owner \"\" init <zeros>\n\
+             func.func @forward(%x: tensor<8x4xf32>) -> tensor<8x3xf32> {{\n\
+               %w = hl.get_param @w : tensor<3x4xf32>\n\
+               %y = hl.linear %x, %w : tensor<8x4xf32>, tensor<3x4xf32>\n\
+               return %y : tensor<8x3xf32>\n}}\n\
+             func.func @loss(%x: tensor<8x4xf32>, %t: tensor<8x3xf32>) -> tensor<f32> {{\n\
+               %w = hl.get_param @w : tensor<3x4xf32>\n\
+               %y = hl.linear %x, %w : tensor<8x4xf32>, tensor<3x4xf32>\n\
+               %d = hl.sub %y, %t : tensor<8x3xf32>, tensor<8x3xf32>\n\
+               %sq = hl.mul %d, %d : tensor<8x3xf32>, tensor<8x3xf32>\n{tail}\n}}\n"
+        )
+    }
+
+    /// A mean over the batch written with the batch as a number is found
+    /// (divided by the rows or by every summed element, or times its
+    /// inverse, the constant on either side); a mean taken by the ops
+    /// that follow the batch, and a constant that is no count of the
+    /// batch (the half of a squared error), are not.
+    #[test]
+    fn a_mean_over_the_batch_written_as_a_number_is_found() {
+        let found = |tail: &str| loss_batch_constant(&regression(tail), "m.mlir").map(|(_, b, v)| (b, v));
+        let sum = "  %s = hl.reduce_sum %sq axes = [0, 1] : tensor<8x3xf32>\n";
+        let by = |c: &str, op: &str| {
+            format!(
+                "{sum}  %c = hl.constant dense<{c}> : tensor<f32>\n  %l = {op} : tensor<f32>, tensor<f32>\n  \
+                 return %l : tensor<f32>"
+            )
+        };
+        assert_eq!(found(&by("8.0", "hl.div %s, %c")), Some((8, 8.0)));
+        assert_eq!(found(&by("24.0", "hl.div %s, %c")), Some((8, 24.0)));
+        assert_eq!(found(&by("0.125", "hl.mul %c, %s")), Some((8, 0.125)));
+        assert_eq!(found(&by("0.125", "hl.mul %s, %c")), Some((8, 0.125)));
+        // Through a negation, as a log-likelihood's.
+        let negated = format!(
+            "{sum}  %n = hl.neg %s : tensor<f32>\n  %c = hl.constant dense<8.0> : tensor<f32>\n  %l = hl.div %n, %c \
+             : tensor<f32>, tensor<f32>\n  return %l : tensor<f32>"
+        );
+        assert_eq!(found(&negated), Some((8, 8.0)));
+        assert_eq!(found(&by("0.5", "hl.mul %c, %s")), None);
+        assert_eq!(found(&by("7.0", "hl.div %s, %c")), None);
+        let mean = "  %l = hl.reduce_mean %sq axes = [0, 1] : tensor<8x3xf32>\n  return %l : tensor<f32>";
+        assert_eq!(found(mean), None);
+        // A sum over the features alone is no sum over the batch.
+        let rows = "  %s = hl.reduce_sum %sq axes = [1] : tensor<8x3xf32>\n  %c = hl.constant dense<3.0> : \
+                    tensor<8xf32>\n  %r = hl.div %s, %c : tensor<8xf32>, tensor<8xf32>\n  %l = hl.reduce_mean %r \
+                    axes = [0] : tensor<8xf32>\n  return %l : tensor<f32>";
+        assert_eq!(found(rows), None);
+    }
 
     /// Adam's eps and the parameter groups appear in the pipelines' text
     /// (an artifact's identity) only where they are not the defaults: every

@@ -1276,7 +1276,16 @@ fn fit_run(
         let batch = sig.batch();
         let micro = trainer.options().accumulate.max(1);
         let replicas = comm.as_ref().map_or(1, |c| c.size());
-        for rows in tail_batches(&dataset, batch, micro, replicas, rank) {
+        let tails = tail_batches(&dataset, batch, micro, replicas, rank);
+        // A mean over the batch written with the batch as a number scales
+        // a smaller last batch's loss and gradients, without a word.
+        if rank == 0
+            && !tails.is_empty()
+            && let Some((at, written, value)) = crate::pipeline::loss_batch_constant(&source, &name)
+        {
+            report.note(&crate::pipeline::batch_constant_warning(&at, written, value, &tails));
+        }
+        for rows in tails {
             match trainer.add_batch(rows) {
                 Ok(()) => {}
                 Err(TrainError::FixedBatch { why, .. }) => {

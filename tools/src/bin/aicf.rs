@@ -2692,6 +2692,12 @@ fn rebatched(model: &Path, size: usize, out: &Path, say: Say) -> Result<PathBuf>
         };
         format!("--batch {size}: {e}{hint}")
     })?;
+    if let Some((at, written, value)) = aicf_compiler::pipeline::loss_batch_constant(&source, &name)
+        && written != size
+        && collective::launcher_rank() == 0
+    {
+        eprintln!("warning: {}", aicf_compiler::pipeline::batch_constant_warning(&at, written, value, &[size]));
+    }
     let stem = model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
     let output = out.join(format!("{stem}.batch{size}.mlir"));
     aicf_compiler::train::run::make_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
