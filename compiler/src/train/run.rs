@@ -940,10 +940,20 @@ fn fit_run(
     // replay in place must not: it would replace the directory's later
     // checkpoints with others).
     let mut changed: Vec<String> = Vec::new();
+    // Whether the checkpoint's model goes on at another batch (its IR hash
+    // is then the other batch's).
+    let mut other_batch = false;
     let (source, model_file, resume) = match &resume_from {
         Some(path) => {
             let meta = aicf_runtime::checkpoint::read_metadata(path)?;
             let mut other_model = false;
+            // The batch the checkpoint's model trained at, where this run
+            // gives the same model at another (--batch): its model goes on
+            // at this run's batch, as another --accumulate does.
+            let mut rebatch_from = None;
+            // Every setting the resume differs in, said at once (each was
+            // refused alone, fixed one rerun at a time).
+            let mut refusals: Vec<String> = Vec::new();
             // A checkpoint from before a setting was recorded trained
             // without it (Nesterov: off; a resume with --nesterov switched
             // its optimizer silently).
@@ -979,14 +989,13 @@ fn fit_run(
                         && let Some(batch) =
                             meta.get(IR_KEY).and_then(|ir| crate::pipeline::batch_of_same_model(&original, ir, &name))
                     {
-                        // (Not named by the file: under --batch that is the
-                        // run directory's retargeted copy.)
-                        format!(
-                            "{}: the checkpoint holds this model at {batch} rows per batch, not at {}: resume with \
-                             --batch {batch}",
-                            path.display(),
-                            Signature::of_source(&original, &name).map(|s| s.batch()).unwrap_or(0)
-                        )
+                        // The parameters and optimizer state do not depend on
+                        // the batch: the checkpoint's model goes on at this
+                        // run's (a step then takes other rows: said below,
+                        // with the global batch).
+                        rebatch_from = Some(batch);
+                        other_batch = true;
+                        continue;
                     } else if *key == "model" {
                         format!(
                             "{}: the checkpoint is of another model (IR hash {saved}, this model's is {value})",
@@ -1032,7 +1041,7 @@ fn fit_run(
                             "clip_norm" if saved != "none" => Some("clip-norm".into()),
                             _ => None,
                         };
-                        return Err(TrainError::Input(match flag {
+                        refusals.push(match flag {
                             // A switch: given or not.
                             _ if *key == "nesterov" => format!(
                                 "{message} ({} resumes as it trained; --override-resume goes on anyway)",
@@ -1051,7 +1060,8 @@ fn fit_run(
                                 shown(key, saved)
                             ),
                             None => format!("{message} (--override-resume goes on anyway)"),
-                        }));
+                        });
+                        continue;
                     }
                     let with = if *key == "model" {
                         other_model = !holds;
@@ -1062,6 +1072,9 @@ fn fit_run(
                     report.note(&format!("{message}; going on{with} (--override-resume)"));
                     changed.push(format!("{key} (--override-resume)"));
                 }
+            }
+            if !refusals.is_empty() {
+                return Err(TrainError::Input(refusals.join("\n")));
             }
             // A run that changed its model by a policy, resumed without
             // one, trains its model on unchanged from here: said (its
@@ -1120,6 +1133,20 @@ fn fit_run(
             }
             match meta.get(IR_KEY) {
                 Some(ir) => {
+                    // (Retargeted to this run's batch, as --batch retargets
+                    // the model file.)
+                    let rebatched = match rebatch_from {
+                        Some(before) => {
+                            let now = Signature::of_source(&original, &name)?.batch();
+                            report.note(&format!(
+                                "{}: the checkpoint's model trained at {before} rows per batch; it goes on at {now}",
+                                path.display()
+                            ));
+                            Some(crate::pipeline::rebatched_source(ir, &name, now)?)
+                        }
+                        None => None,
+                    };
+                    let ir = rebatched.as_ref().unwrap_or(ir);
                     create_flag_dir(&run.out, "--out")?;
                     let file = run.out.join("resumed-model.mlir");
                     crate::codegen::write_atomically(&file, ir.as_bytes())?;
@@ -1139,6 +1166,7 @@ fn fit_run(
                     }
                     if rank == 0
                         && !other_model
+                        && rebatch_from.is_none()
                         && crate::pipeline::model_hash(ir, &name).ok().as_deref() != Some(model_hash.as_str())
                     {
                         report.note(&format!(
@@ -1344,7 +1372,7 @@ fn fit_run(
     loop_.replay_until = replay_until;
     loop_.changed = changed;
     if let Some((path, meta)) = &resume {
-        loop_.resume(path, meta, run, report)?;
+        loop_.resume(path, meta, run, other_batch, report)?;
     } else if let Some(dir) = &run.checkpoint_dir {
         loop_.write_version(dir)?;
     }
@@ -2030,6 +2058,7 @@ impl<'a> Loop<'a> {
         path: &Path,
         meta: &BTreeMap<String, String>,
         run: &RunOptions,
+        other_batch: bool,
         report: &mut dyn Report,
     ) -> Result<()> {
         let corrupt = |message: String| TrainError::Io { path: path.to_path_buf(), message };
@@ -2070,7 +2099,8 @@ impl<'a> Loop<'a> {
         if let Some(v) = meta.get(VERSIONS_KEY) {
             self.versions = serde_json::from_str(v).map_err(|e| corrupt(format!("{VERSIONS_KEY}: {e}")))?;
         }
-        self.adaptive.trainer_mut().load_checkpoint(path)?;
+        // (At another batch, the tensors are checked by name and shape.)
+        self.adaptive.trainer_mut().load_checkpoint_of(path, !other_batch, true)?;
         // A text's windows an epoch and held-out windows scored: another
         // number is allowed, and said (it changed without a word).
         let recorded = |key: &str| meta.get(key).zip(self.data.metadata.get(key)).filter(|(a, b)| a != b);
@@ -2103,7 +2133,7 @@ impl<'a> Loop<'a> {
             if w.rows % global != 0 {
                 return Err(corrupt(format!(
                     "a FLOPs budget ended its run after {} rows of epoch {epoch}, which this run's global batch of \
-                     {global} rows does not divide: resume with the checkpoint's ({}; --accumulate, --nproc)",
+                     {global} rows does not divide: resume with the checkpoint's ({}; --batch, --accumulate, --nproc)",
                     w.rows,
                     meta.get(GLOBAL_BATCH_KEY).map_or("?", |v| v.as_str())
                 )));
@@ -2140,7 +2170,7 @@ impl<'a> Loop<'a> {
             && before != global
         {
             report.note(&format!(
-                "the checkpoint's run took global batches of {before} rows a step, this one {global} (--accumulate, \
+                "the checkpoint's run took global batches of {before} rows a step, this one {global} (--batch, --accumulate, \
                  --nproc): its steps go on counting from the checkpoint's step in batches of {global}, so an epoch \
                  takes another number of them and a --lr-schedule moves to where that step count falls"
             ));

@@ -112,12 +112,19 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --adam-eps 0 --out %t/groups 2>&1 | FileCheck %s --check-prefix=EPSZERO
 // EPSZERO: aicf: error: --adam-eps: Adam's eps 0 is not a positive number
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --no-decay-1d --adam-eps 1e-6 --epochs 1 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --no-progress > /dev/null
-// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --adam-eps 1e-6 --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=GROUPSRESUME
-// GROUPSRESUME: the checkpoint was trained with no weight decay on biases and norm weights (--no-decay-1d); this run asks for weight decay on every parameter (--no-decay-1d resumes as it trained; --override-resume goes on anyway)
-// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --no-decay-1d --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=EPSRESUME
-// EPSRESUME: the checkpoint was trained with eps 1e-6; this run asks for 1e-8 (--adam-eps 1e-6 resumes as it trained; --override-resume goes on anyway)
-// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --no-decay-1d --adam-eps 1e-6 --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress | FileCheck %s --check-prefix=GROUPSRESUMED
+// Given against the checkpoint's, each is refused, all at once.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --adam-eps 1e-7 --weight-decay 0.2 --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=EPSRESUME
+// EPSRESUME: the checkpoint was trained with weight_decay 0.1; this run asks for 0.2 (--weight-decay 0.1 resumes as it trained; --override-resume goes on anyway)
+// EPSRESUME-NEXT: the checkpoint was trained with eps 1e-6; this run asks for 1e-7 (--adam-eps 1e-6 resumes as it trained; --override-resume goes on anyway)
+// Left out, they are the checkpoint's (the optimizer, its rate, decay,
+// groups and eps each had to be given again).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress | FileCheck %s --check-prefix=GROUPSRESUMED
 // GROUPSRESUMED: epoch   2/2
+// A switch cannot be given as off: groups asked of a checkpoint that
+// trained without them are refused.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --epochs 1 --no-runs-db --out %t/groups2 --checkpoint-dir %t/groups2-ck --no-progress > /dev/null
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --no-decay-1d --epochs 2 --no-runs-db --out %t/groups2 --checkpoint-dir %t/groups2-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=GROUPSRESUME
+// GROUPSRESUME: the checkpoint was trained with weight decay on every parameter; this run asks for no weight decay on biases and norm weights (--no-decay-1d) (leaving out --no-decay-1d resumes as it trained; --override-resume goes on anyway)
 // An op that @loss reaches through a call is named where it is written,
 // the call in a note (the call alone was named).
 // RUN: not aicf compile %S/inputs/math-in-forward.mlir.txt -o %t/math 2>&1 | FileCheck %s --check-prefix=CALLEE

@@ -1,20 +1,27 @@
 // --batch on an hl model: train, eval and bench run the model retargeted
 // to that many rows (hl-set-batch), written beside the run's files; its
-// checkpoints are of that model, so a resume without the same --batch is
-// told which one to give, and eval of the file at its own batch scores
+// checkpoints are of that model, so a resume without --batch goes on at
+// the checkpoint's (with its rate and seed), one with another --batch
+// goes on at that one, and eval of the file at its own batch scores
 // the checkpoint's model with a note that names the batch (eval --batch N,
 // the model at N). Sampling runs
 // one row at a time and refuses it.
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --batch 16 --epochs 1 --out %t/run --checkpoint-dir %t/ck --no-runs-db --no-progress | FileCheck %s
+// RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --batch 16 --lr 0.002 --seed 3 --epochs 1 --out %t/run --checkpoint-dir %t/ck --no-runs-db --no-progress | FileCheck %s
 // CHECK: --batch 16: {{.*}}digits_mlp.mlir at 16 rows per batch -> {{.*}}run{{/|\\}}digits_mlp.batch16.mlir
 // CHECK: training on 1438 examples (359 held out), batch 16, 90 steps per epoch
 // RUN: FileCheck %s --check-prefix=IR < %t/run/digits_mlp.batch16.mlir
 // IR: tensor<16x64xf32>
-// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/run --checkpoint-dir %t/ck --resume --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=RESUME
-// RESUME: aicf: error: {{.*}}last.safetensors: the checkpoint holds this model at 16 rows per batch, not at 32: resume with --batch 16
-// RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --batch 16 --epochs 2 --out %t/run --checkpoint-dir %t/ck --resume --no-runs-db --no-progress | FileCheck %s --check-prefix=RESUMED
+// RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/run --checkpoint-dir %t/ck --resume --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=RESUMED
+// RESUMED-NOT: error
+// RESUMED: training on 1438 examples (359 held out), batch 16, 90 steps per epoch
 // RESUMED: epoch   2/2
+// RUN: cp -r %t/ck %t/ck8
+// RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --batch 8 --epochs 3 --out %t/run8 --checkpoint-dir %t/ck8 --resume --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=RESUMED8
+// RESUMED8: note: {{.*}}last.safetensors: the checkpoint's model trained at 16 rows per batch; it goes on at 8
+// RESUMED8: note: the checkpoint's run took global batches of 16 rows a step, this one 8 (--batch, --accumulate, --nproc)
+// RESUMED8: training on 1438 examples (359 held out), batch 8, 180 steps per epoch
+// RESUMED8: epoch   3/3
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/ck/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVAL
 // EVAL: note: {{.*}}last.safetensors holds {{.*}}digits_mlp.mlir at 16 rows per batch: scoring the model it holds
 // EVAL: accuracy {{.*}} on 359 held-out rows

@@ -66,7 +66,7 @@
 // ACCPLAIN: resumed from {{.*}}last.safetensors at epoch 1 (step 23)
 // ACCPLAIN: accumulating 2 micro-batches of 32
 // ACCPLAIN: epoch   2/2
-// ACCONE: note: the checkpoint's run took global batches of 64 rows a step, this one 32 (--accumulate,
+// ACCONE: note: the checkpoint's run took global batches of 64 rows a step, this one 32 (--batch, --accumulate,
 // ACCONE: resumed from {{.*}}last.safetensors at epoch 2 (step 46)
 // ACCONE: epoch   3/3
 // ACCAGAIN: resumed from {{.*}}last.safetensors at epoch 3 (step 91)

@@ -911,6 +911,7 @@ fn main() {
                 .filter(|c| c.is_file());
             resumed_from = checkpoint.clone();
             let (mut windows_per_epoch, mut eval_windows) = (windows_per_epoch, eval_windows);
+            let (mut lr, mut seed, mut val_split) = (lr, seed, val_split);
             // (Of a file AICF reads: another's error is its format's, below.)
             let tables = !data.iter().any(|p| aicf_compiler::train::data::is_text(p))
                 && data.iter().all(|p| aicf_compiler::train::data::is_rows(p));
@@ -943,6 +944,97 @@ fn main() {
                     && let Some(trained) = recorded_or_exit(c, run::trained_accumulate(c))
                 {
                     compile.accumulate = trained;
+                }
+                // So do the optimizer's settings, the seed, the held-out
+                // fraction and the batch the checkpoint's run trained with:
+                // each had to be given again (an lr given before, left out
+                // on resume, was refused as "this run asks for 0.003"). One
+                // given goes on only where it is the checkpoint's (or with
+                // --override-resume). A value the record does not read as
+                // is left to that check to name.
+                if let Ok(meta) = aicf_runtime::checkpoint::read_metadata(c) {
+                    let recorded = |k: &str| meta.get(k).map(String::as_str);
+                    let number = |k: &str| recorded(k).and_then(|v| v.parse::<f64>().ok());
+                    if !given("optimizer")
+                        && let Some(o) = recorded("optimizer").and_then(|v| Optimizer::from_str(v, false).ok())
+                    {
+                        compile.optimizer = o;
+                    }
+                    if !given("lr")
+                        && let Some(v) = number("lr")
+                    {
+                        lr = v;
+                    }
+                    // (Another optimizer given: its own defaults, not the
+                    // checkpoint's optimizer's settings.)
+                    let same = recorded("optimizer") == Some(compile.optimizer.name());
+                    if same
+                        && !given("momentum")
+                        && let Some(v) = number("momentum")
+                    {
+                        compile.momentum = v;
+                    }
+                    if !given("weight_decay")
+                        && let Some(v) = number("weight_decay")
+                    {
+                        compile.weight_decay = v;
+                    }
+                    if same
+                        && !given("nesterov")
+                        && let Some(v) = recorded("nesterov").and_then(|v| v.parse::<bool>().ok())
+                    {
+                        compile.nesterov = v;
+                    }
+                    if same
+                        && !given("betas")
+                        && let Some(v) = recorded("betas").and_then(|v| betas(v).ok())
+                    {
+                        compile.betas = v;
+                    }
+                    // (Recorded for SGD too, as the default.)
+                    if same
+                        && !given("adam_eps")
+                        && let Some(v) = number("eps").filter(|&e| e != 1e-8)
+                    {
+                        compile.adam_eps = Some(v);
+                    }
+                    if !given("no_decay_1d")
+                        && let Some(v) = recorded("decay_1d").and_then(|v| v.parse::<bool>().ok())
+                    {
+                        compile.no_decay_1d = !v;
+                    }
+                    if !given("clip_norm") {
+                        match recorded("clip_norm") {
+                            Some("none") => compile.clip_norm = None,
+                            Some(v) if let Ok(v) = v.parse::<f64>() => compile.clip_norm = Some(v),
+                            _ => {}
+                        }
+                    }
+                    if !given("seed")
+                        && let Some(v) = recorded("seed").and_then(|v| v.parse::<u64>().ok())
+                    {
+                        seed = v;
+                    }
+                    if !given("val_split")
+                        && let Some(v) = number("val_split")
+                    {
+                        val_split = v;
+                    }
+                    // The model at the batch it trained at, where the file
+                    // given is that model at another (an ONNX file's batch
+                    // is its import's).
+                    if !given("batch")
+                        && compile.model.extension().is_none_or(|e| e != "onnx")
+                        && let Some(ir) = meta.get(aicf_compiler::train::run::IR_KEY)
+                        && let Ok(text) = aicf_compiler::train::read_model(&compile.model)
+                        && let Some(b) = aicf_compiler::pipeline::batch_of_same_model(
+                            &text,
+                            ir,
+                            &compile.model.display().to_string(),
+                        )
+                    {
+                        compile.batch = Some(b);
+                    }
                 }
             }
             if let Some(n) = nproc {
