@@ -248,6 +248,9 @@ fn a_full_disk_keeps_the_last_good_checkpoint() {
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
     let last = ckpt.join("last.safetensors");
     let good = std::fs::read(&last).unwrap();
+    let previous = ckpt.join("prev.safetensors");
+    let before = std::fs::read(&previous).unwrap();
+    assert_ne!(before, good, "prev holds epoch 1, last epoch 2");
     assert!(good.len() > 100 << 10, "the checkpoint ({} bytes) must not fit the limit below", good.len());
     // Two more epochs, with room for the metrics but not the checkpoint.
     let full = train("4", true, Some(100), None);
@@ -258,6 +261,9 @@ fn a_full_disk_keeps_the_last_good_checkpoint() {
     assert!(err.contains("last.safetensors still holds epoch 2: --resume goes on from there"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(std::fs::read(&last).unwrap(), good, "the last good checkpoint is kept byte for byte");
+    // and the one before it too (prev was made the last before the save,
+    // which failed: epoch 1 was lost).
+    assert_eq!(std::fs::read(&previous).unwrap(), before, "prev still holds epoch 1");
     assert_eq!(temporaries(&dir), Vec::<PathBuf>::new());
     // With room again, the run goes on from the kept checkpoint (epoch 2).
     let resumed = train("4", true, None, None);

@@ -2550,15 +2550,23 @@ impl<'a> Loop<'a> {
         // The checkpoint being replaced stays as prev.safetensors (a link:
         // no copy), so a damaged or regretted last one has one before it
         // (v<k> is a link to the same file as last).
-        if self.last_is_good
-            && path.is_file()
-            && let Some(dir) = path.parent()
-        {
-            // (A spare: a file system without links keeps none, rather
-            // than copy every epoch's checkpoint.)
-            let _ = link_or_copy(path, &dir.join(PREVIOUS), false);
+        // It becomes prev only once the new one is saved: rotated first, a
+        // save that failed (a full disk) left prev the same file as last,
+        // and the checkpoint before it was lost.
+        let keep = match path.parent() {
+            Some(dir) if self.last_is_good && path.is_file() => keep_link(path, &dir.join(PREVIOUS)),
+            _ => None,
+        };
+        let saved = trainer.save_checkpoint_with(path, &meta, &extra).map_err(|e| self.save_failed(e, epoch, path));
+        if let Some(keep) = keep {
+            match &saved {
+                // (A spare: a file system without links keeps none, rather
+                // than copy every epoch's checkpoint.)
+                Ok(_) => keep.commit(),
+                Err(_) => drop(keep),
+            }
         }
-        trainer.save_checkpoint_with(path, &meta, &extra).map_err(|e| self.save_failed(e, epoch, path))?;
+        saved?;
         self.last_is_good = true;
         if let Some(dir) = path.parent() {
             link_or_copy(path, &dir.join(format!("v{}.safetensors", self.version)), true)?;
@@ -3658,6 +3666,45 @@ pub fn previous_checkpoint_note(checkpoint: &Path) -> Option<String> {
          --checkpoint)",
         previous.display()
     ))
+}
+
+/// A link to the file `from` names, made beside `to` under a temporary
+/// name, that [`KeptLink::commit`] renames over `to` (dropped, it is
+/// removed): `to` is replaced only once what replaces `from` is saved.
+/// `None` where no link can be made.
+fn keep_link(from: &Path, to: &Path) -> Option<KeptLink> {
+    let from = aicf_runtime::checkpoint::through_links(from);
+    let to = aicf_runtime::checkpoint::through_links(to);
+    if super::same_path(&from, &to) || aicf_runtime::checkpoint::refuse_replacing_special(&to).is_err() {
+        return None;
+    }
+    aicf_runtime::checkpoint::remove_stale_partials(&to);
+    let tmp = to.with_extension(format!("partial{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::fs::hard_link(&from, &tmp).ok()?;
+    Some(KeptLink { tmp, to })
+}
+
+/// See [`keep_link`].
+struct KeptLink {
+    tmp: PathBuf,
+    to: PathBuf,
+}
+
+impl KeptLink {
+    fn commit(mut self) {
+        if std::fs::rename(&self.tmp, &self.to).is_ok() {
+            self.tmp = PathBuf::new();
+        }
+    }
+}
+
+impl Drop for KeptLink {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// Links `from` as `to` (or, with `copy`, copies it where links are not
