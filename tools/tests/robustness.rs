@@ -284,6 +284,55 @@ fn a_full_disk_keeps_the_last_good_checkpoint() {
     assert_eq!(temporaries(&dir), Vec::<PathBuf>::new());
 }
 
+/// Links where a run writes: a run directory's metrics or plot linked to
+/// a checkpoint (the run wrote through them, replacing the checkpoint with
+/// its metrics), and a checkpoint directory's last.safetensors linked to
+/// another directory's (the saves wrote there, past that directory's lock:
+/// two runs wrote one checkpoint at once). Each is refused before training,
+/// naming the link, and the checkpoints stay byte for byte.
+#[test]
+fn links_where_a_run_writes_are_refused() {
+    let dir = scratch("links");
+    let train = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_aicf"))
+            .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz"])
+            .args(["--no-runs-db", "--no-progress"])
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    let ckpt = dir.join("ckpt");
+    let (ckpt_arg, out_arg) = (ckpt.display().to_string(), dir.join("run").display().to_string());
+    let first = train(&["--epochs", "1", "--checkpoint-dir", &ckpt_arg, "--out", &out_arg]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let last = ckpt.join("last.safetensors");
+    let good = std::fs::read(&last).unwrap();
+    // The metrics of a fresh run directory linked to the checkpoint.
+    let out = dir.join("linked-out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(&last, out.join("metrics.jsonl")).unwrap();
+    let linked = train(&["--epochs", "2", "--out", &out.display().to_string()]);
+    let err = String::from_utf8_lossy(&linked.stderr);
+    assert_eq!(linked.status.code(), Some(1), "{err}");
+    assert!(err.contains("metrics.jsonl: is a symbolic link (to ") && err.contains("would write through it"), "{err}");
+    assert_eq!(std::fs::read(&last).unwrap(), good);
+    // Another checkpoint directory whose last is a link to this one's.
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::os::unix::fs::symlink(&last, other.join("last.safetensors")).unwrap();
+    let other_out = dir.join("other-run").display().to_string();
+    let other_arg = other.display().to_string();
+    let resumed = train(&["--epochs", "2", "--resume", "--checkpoint-dir", &other_arg, "--out", &other_out]);
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("last.safetensors: is a link to ") && err.contains("outside the checkpoint directory"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&last).unwrap(), good);
+}
+
 /// A full disk in the middle of a growing run: the checkpoint after a
 /// widening cannot be written, the run stops naming it, and `--resume`
 /// with room again replays the same decisions and ends on the bits of a

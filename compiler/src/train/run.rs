@@ -439,6 +439,30 @@ fn claim_checkpoint_dir(
     let probe = dir.join(format!(".probe.{}.tmp", std::process::id()));
     std::fs::File::create(&probe).map_err(|e| io(dir, unwritable(e, "the checkpoints", "--checkpoint-dir")))?;
     let _ = std::fs::remove_file(&probe);
+    // A save writes through a link to the file it names: one leading out
+    // of this directory wrote there past that directory's lock (two runs
+    // wrote one checkpoint at once).
+    if let (Ok(listing), Ok(own)) = (std::fs::read_dir(dir), std::fs::canonicalize(dir)) {
+        for entry in listing.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let ours = name.ends_with(".safetensors") || name.ends_with(".mlir");
+            if !ours || !entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                continue;
+            }
+            let target = aicf_runtime::checkpoint::through_links(&entry.path());
+            if target.parent().and_then(|p| std::fs::canonicalize(p).ok()).is_some_and(|p| p != own) {
+                return Err(io(
+                    &entry.path(),
+                    format!(
+                        "is a link to {}, outside the checkpoint directory: the run's saves would write there, past \
+                         that directory's lock; replace the link with a copy of the file it names, or give that \
+                         directory as --checkpoint-dir",
+                        target.display()
+                    ),
+                ));
+            }
+        }
+    }
     if resume_from.is_some_and(|from| in_place(from, dir)) {
         // Resumed from an earlier checkpoint of this directory, the run
         // replays the epochs after it (the same options and policy, so the
@@ -851,6 +875,27 @@ fn fit_run(
                 ),
             });
         }
+    }
+    // The run directory's own files are written where they are: a link
+    // there was written through (metrics.jsonl linked to a checkpoint
+    // replaced the checkpoint with the metrics), and a pipe blocked the run.
+    for own in ["metrics.jsonl", "plot.svg", "decisions.jsonl"] {
+        let path = run.out.join(own);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        let what = if meta.file_type().is_symlink() {
+            format!("a symbolic link (to {})", std::fs::read_link(&path).unwrap_or_default().display())
+        } else if !meta.is_file() {
+            "not a regular file".to_string()
+        } else {
+            continue;
+        };
+        return Err(TrainError::Io {
+            path,
+            message: format!(
+                "is {what}: the run writes its {own} here, and would write through it; remove it, or give another \
+                 --out"
+            ),
+        });
     }
     if let Some(db) = run.runs_db.as_ref().filter(|_| first_rank) {
         refuse_registry_over_run_files(db, model, data, run)?;
