@@ -338,6 +338,15 @@
 // RUN: rm -f %t/fifo && mkfifo %t/fifo
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --adapt %t/fifo --out %t/fifo-run 2>&1 | FileCheck %s --check-prefix=FIFOPOLICY
 // FIFOPOLICY: aicf: error: --adapt {{.*}}fifo: not a regular file (a device, pipe or socket); it is read from a file
+// Nor a registry or a profile (the run waited for a reader, past a
+// SIGTERM), nor an import's output.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --profile %t/fifo --out %t/fifo-run 2>&1 | FileCheck %s --check-prefix=FIFOPROFILE
+// FIFOPROFILE: aicf: error: --profile {{.*}}fifo: not a regular file (a device, pipe or socket): an output is written to a file, and is not replaced
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --runs-db %t/fifo --out %t/fifo-run 2>&1 | FileCheck %s --check-prefix=FIFODB
+// FIFODB: aicf: error: --runs-db {{.*}}fifo: not a regular file
+// RUN: not aicf runs list --runs-db %t/fifo 2>&1 | FileCheck %s --check-prefix=FIFODB
+// RUN: not aicf import %S/../../onnx/mlp.onnx -o %t/fifo 2>&1 | FileCheck %s --check-prefix=FIFOIMPORT
+// FIFOIMPORT: aicf: error: -o {{.*}}fifo: not a regular file
 // RUN: not aicf compile %t/fifo 2>&1 | FileCheck %s --check-prefix=FIFOMODEL
 // FIFOMODEL: aicf: error: the model {{.*}}fifo: not a regular file (a device, pipe or socket); it is read from a file
 // RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint /dev/zero --out %t/s 2>&1 | FileCheck %s --check-prefix=DEVCKPT

@@ -760,6 +760,30 @@ fn regular_inputs(command: &Command) -> Result<()> {
     for (path, what) in inputs {
         aicf_compiler::train::refuse_special_file(path).map_err(|e| format!("{what} {}: {e}", path.display()))?;
     }
+    // Files written in place, or as more than one file: a FIFO blocked the
+    // process (past a SIGTERM) until something read it, and SQLite cannot
+    // keep a registry in one.
+    let mut outputs: Vec<(&Path, &str)> = Vec::new();
+    match command {
+        Command::Train { profile, runs_db, .. } => {
+            outputs.extend(profile.as_deref().map(|p| (p, "--profile")));
+            outputs.extend(runs_db.as_deref().map(|p| (p, "--runs-db")));
+        }
+        Command::Runs { runs_db, .. } | Command::Propose { runs_db, .. } => {
+            outputs.extend(runs_db.as_deref().map(|p| (p, "--runs-db")));
+        }
+        Command::Import { output, .. } => outputs.extend(output.as_deref().map(|p| (p, "-o"))),
+        _ => {}
+    }
+    for (path, what) in outputs {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+            return Err(format!(
+                "{what} {}: not a regular file (a device, pipe or socket): an output is written to a file, and is not \
+                 replaced",
+                path.display()
+            ));
+        }
+    }
     Ok(())
 }
 
