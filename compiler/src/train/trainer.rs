@@ -1225,6 +1225,12 @@ fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<u
         compiled_kernels: 0,
         timings: Timings::default(),
     };
+    // The weights a module names are checked against its hash here too:
+    // an artifact cached before they changed ran the old ones, without a
+    // word (compiling again says they changed).
+    if let Some(w) = crate::weights::declared_in_text(source) {
+        crate::weights::resolve(&w, name)?;
+    }
     if ready() {
         return Ok(cached(dir));
     }
