@@ -480,6 +480,17 @@ fn header_metadata(path: &Path, whole: bool) -> Result<BTreeMap<String, String>,
              that did not finish)"
         )));
     }
+    // Bytes past the last tensor are none a save writes (a file grown by
+    // `truncate -s`, or another file's bytes appended), and a file of any
+    // size was read whole for them (a sparse 100 GB one: "out of memory").
+    if whole && end < data {
+        return Err(corrupt(format!(
+            "{} bytes past its last tensor, which ends at byte {} (the file was extended or appended to; a save \
+             writes none)",
+            data - end,
+            8 + n + end
+        )));
+    }
     check_metadata(&metadata).map_err(corrupt)?;
     Ok(metadata)
 }
@@ -533,6 +544,9 @@ fn not_safetensors(header: u64, size: u64, json: bool) -> String {
 pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, String>), CheckpointError> {
     let p = path.display().to_string();
     regular(path)?;
+    // The header first: a file whose tensors do not fill it exactly is
+    // refused before it is read whole.
+    header_metadata(path, true)?;
     let bytes = std::fs::read(path).map_err(|e| CheckpointError::Io { path: p.clone(), message: e.to_string() })?;
     let corrupt = |m: String| CheckpointError::Corrupt { path: p.clone(), message: m };
     if bytes.len() < 8 {
@@ -761,6 +775,23 @@ mod tests {
         assert!(e.contains("truncated: its tensors take 256 bytes after the header, and the file holds 156"), "{e}");
         assert!(load(&path).is_err());
         // Still a checkpoint to the writes that would replace it.
+        assert!(holds_checkpoint(&path));
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// Bytes past the last tensor (a file extended by `truncate -s`, or
+    /// appended to) are refused by both reads, before the file is read
+    /// whole: a sparse file of 100 GB ran out of memory.
+    #[test]
+    fn bytes_past_the_last_tensor_are_refused_unread() {
+        let path = std::env::temp_dir().join(format!("aicf-ckpt-{}-long.safetensors", std::process::id()));
+        let entries = [Entry { name: "w".into(), dtype: DType::F32, shape: vec![64], bytes: vec![0; 256] }];
+        save(&path, &entries, &BTreeMap::from([("epoch".to_string(), "1".to_string())])).unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(size + (100 << 30)).unwrap();
+        for e in [read_metadata(&path).err().unwrap().to_string(), load(&path).err().unwrap().to_string()] {
+            assert!(e.contains(&format!("{} bytes past its last tensor, which ends at byte {size}", 100u64 << 30)), "{e}");
+        }
         assert!(holds_checkpoint(&path));
         let _ = std::fs::remove_file(&path);
     }
