@@ -340,6 +340,18 @@ pub fn through_links(path: &Path) -> std::path::PathBuf {
     }
 }
 
+/// The temporary file a write of `target` goes to before it is renamed
+/// into place: `target` with the extension `ext`, or, where that name
+/// would pass the file system's 255 bytes (a valid name of 240 bytes was
+/// refused as "File name too long"), a short hidden name beside it.
+pub fn temp_beside(target: &Path, ext: &str) -> std::path::PathBuf {
+    let name = target.with_extension(ext);
+    match name.file_name() {
+        Some(n) if n.len() > 255 => target.with_file_name(format!(".aicf.{ext}")),
+        _ => name,
+    }
+}
+
 /// Whether `path` is, or links to, a device, a pipe or a socket: written
 /// to as it is (`-o /dev/null`, `-o >(wc -c)`), never replaced.
 pub fn is_stream(path: &Path) -> bool {
@@ -779,6 +791,17 @@ mod tests {
         let _ = std::fs::remove_file(&path);
     }
 
+    /// A temporary name fits the file system where the target's does: a
+    /// target of 250 bytes gets a short one beside it.
+    #[test]
+    fn a_long_targets_temporary_name_stays_short() {
+        let dir = Path::new("/tmp/x");
+        assert_eq!(temp_beside(&dir.join("p.npy"), "12.t.tmp"), dir.join("p.12.t.tmp"));
+        let long = format!("{}.npy", "p".repeat(246));
+        let tmp = temp_beside(&dir.join(&long), "12.t.tmp");
+        assert_eq!(tmp, dir.join(".aicf.12.t.tmp"));
+    }
+
     /// Bytes past the last tensor (a file extended by `truncate -s`, or
     /// appended to) are refused by both reads, before the file is read
     /// whole: a sparse file of 100 GB ran out of memory.
@@ -790,7 +813,10 @@ mod tests {
         let size = std::fs::metadata(&path).unwrap().len();
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(size + (100 << 30)).unwrap();
         for e in [read_metadata(&path).err().unwrap().to_string(), load(&path).err().unwrap().to_string()] {
-            assert!(e.contains(&format!("{} bytes past its last tensor, which ends at byte {size}", 100u64 << 30)), "{e}");
+            assert!(
+                e.contains(&format!("{} bytes past its last tensor, which ends at byte {size}", 100u64 << 30)),
+                "{e}"
+            );
         }
         assert!(holds_checkpoint(&path));
         let _ = std::fs::remove_file(&path);

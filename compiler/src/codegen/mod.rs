@@ -326,7 +326,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     let target = aicf_runtime::checkpoint::through_links(path);
     aicf_runtime::checkpoint::refuse_replacing_special(&target).map_err(|m| io_error(path, m))?;
-    let tmp = target.with_extension(format!("{}.{}.tmp", std::process::id(), thread_tag()));
+    let tmp = aicf_runtime::checkpoint::temp_beside(&target, &format!("{}.{}.tmp", std::process::id(), thread_tag()));
     std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, &target)).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         io_error(path, e)

@@ -3576,7 +3576,7 @@ fn bench(
         // that the directory takes a new file is what matters (opening the
         // path itself would wait on a FIFO).
         aicf_runtime::checkpoint::refuse_replacing_special(t).map_err(|e| format!("--trace {}: {e}", t.display()))?;
-        let probe = t.with_extension(format!("{}.probe.tmp", std::process::id()));
+        let probe = aicf_runtime::checkpoint::temp_beside(t, &format!("{}.probe.tmp", std::process::id()));
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
