@@ -797,7 +797,7 @@ mod tests {
     fn a_long_targets_temporary_name_stays_short() {
         let dir = Path::new("/tmp/x");
         assert_eq!(temp_beside(&dir.join("p.npy"), "12.t.tmp"), dir.join("p.12.t.tmp"));
-        let long = format!("{}.npy", "p".repeat(246));
+        let long = format!("{}.npy", "p".repeat(250));
         let tmp = temp_beside(&dir.join(&long), "12.t.tmp");
         assert_eq!(tmp, dir.join(".aicf.12.t.tmp"));
     }
