@@ -2226,8 +2226,36 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
         Vocab::Chars(c) => c.len(),
     };
     if size > classes {
+        // Which characters are too many: the rarest (what a user would
+        // drop), a carriage return named as the line endings it is.
+        let mut why = String::new();
+        if let Vocab::Chars(chars) = &vocab {
+            let mut counts = vec![0usize; chars.len()];
+            for &t in &tokens {
+                counts[t as usize] += 1;
+            }
+            let mut order: Vec<usize> = (0..chars.len()).collect();
+            order.sort_by_key(|&i| (counts[i], chars[i]));
+            let rare: Vec<String> = order
+                .iter()
+                .take((size - classes).min(8))
+                .map(|&i| format!("{:?} ({}x)", chars[i], counts[i]))
+                .collect();
+            why = format!(
+                ": {} more than it predicts; the rarest: {}{}",
+                size - classes,
+                rare.join(", "),
+                if size - classes > 8 { ", ..." } else { "" }
+            );
+            if chars.binary_search(&'\r').is_ok() {
+                why.push_str(
+                    "; '\\r' is Windows (CRLF) line endings: convert them to '\\n' (dos2unix, or tr -d '\\r')",
+                );
+            }
+        }
         return Err(bad(format!(
-            "{name}: the text has {size} distinct characters; the model predicts {classes} classes"
+            "{name}: the text has {size} distinct characters; the model predicts {classes} classes{why} (a model \
+             of 256 classes reads any text as bytes)"
         )));
     }
     if let Some(&width) = tokens_in.shape.get(2)

@@ -713,7 +713,17 @@ fn data_that_does_not_fit_is_one_error_naming_the_input() {
     let many = dir.join("many.txt");
     std::fs::write(&many, (0..100u32).filter_map(char::from_u32).map(|c| c.to_string()).collect::<String>()).unwrap();
     let e = err(std::slice::from_ref(&many), &lm);
-    assert!(e.contains("100 distinct characters; the model predicts 65 classes"), "{e}");
+    assert!(e.contains("100 distinct characters; the model predicts 65 classes: 35 more than it predicts"), "{e}");
+    // The rarest are named, and a carriage return as the line endings.
+    let crlf = dir.join("crlf.txt");
+    let text: String = (0..65u32).map(|i| char::from_u32(33 + i).unwrap().to_string().repeat(2)).collect();
+    std::fs::write(&crlf, format!("{text}\r\n")).unwrap();
+    let e = err(std::slice::from_ref(&crlf), &lm);
+    assert!(
+        e.contains("67 distinct characters; the model predicts 65 classes: 2 more than it predicts; the rarest: "),
+        "{e}"
+    );
+    assert!(e.contains("'\\n' (1x), '\\r' (1x); '\\r' is Windows (CRLF) line endings"), "{e}");
 
     let e = err(&[dir.join("absent.csv")], &mlp);
     assert!(e.contains("absent.csv") && e.contains("No such file"), "{e}");
