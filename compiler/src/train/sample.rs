@@ -81,9 +81,9 @@ impl Vocabulary {
 
 /// Samples `s.tokens` tokens from `checkpoint` of the model in `model`;
 /// `emit` gets the prompt, then each drawn character as it comes (a byte
-/// vocabulary's as soon as its bytes make one, UTF-8 or not), and says
-/// whether to go on (false: the reader is gone). Returns the prompt and
-/// the text drawn.
+/// vocabulary's each byte as drawn: a sequence that is no UTF-8 went out
+/// as U+FFFD, and the bytes drawn were lost), and says whether to go on
+/// (false: the reader is gone). Returns the prompt and the bytes drawn.
 pub fn sample_checkpoint(
     model: &Path,
     options: &Options,
@@ -91,16 +91,16 @@ pub fn sample_checkpoint(
     out: &Path,
     s: &SampleOptions,
     report: &mut dyn Report,
-    emit: &mut dyn FnMut(&str) -> bool,
-) -> Result<String> {
+    emit: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<Vec<u8>> {
     if s.tokens == 0 {
         return Err(TrainError::Input("--tokens 0: nothing to sample".into()));
     }
-    if !(s.temperature.is_finite() && s.temperature > 0.0) {
-        // (0 is greedy decoding elsewhere: here that is --top-k 1.)
-        let greedy = if s.temperature == 0.0 { " (--top-k 1 samples greedily)" } else { "" };
+    // (0 is greedy decoding, as llama.cpp's, vLLM's and the OpenAI API's:
+    // the most likely token, as --top-k 1.)
+    if !(s.temperature.is_finite() && s.temperature >= 0.0) {
         return Err(TrainError::Input(format!(
-            "the temperature {} is not a finite positive number{greedy}",
+            "the temperature {} is not a finite number of at least 0 (0: the most likely token each time)",
             s.temperature
         )));
     }
@@ -191,17 +191,16 @@ pub fn sample_checkpoint(
         Vocabulary::Bytes => String::from_utf8_lossy(&[id as u8]).into_owned(),
     };
     // What the model reads first, shown as it is (an empty prompt is none).
-    let mut text: String = match (s.prompt.as_deref().filter(|p| !p.is_empty()), &vocabulary) {
-        (Some(p), _) => p.to_string(),
-        (None, Vocabulary::Chars(_)) => decode(sequence[0]),
-        (None, Vocabulary::Bytes) => "\n".into(),
+    let mut text: Vec<u8> = match (s.prompt.as_deref().filter(|p| !p.is_empty()), &vocabulary) {
+        (Some(p), _) => p.as_bytes().to_vec(),
+        (None, Vocabulary::Chars(_)) => decode(sequence[0]).into_bytes(),
+        (None, Vocabulary::Bytes) => b"\n".to_vec(),
     };
     // The rows fed: one, or the model's own batch where an op fixes it (an
     // ONNX export's fixed batch), the context repeated in each; row 0's
     // logits are read.
     let mut rows = 1;
     let mut shown = false;
-    let mut pending = Vec::new();
     for i in 0..s.tokens {
         let window = &sequence[sequence.len().saturating_sub(context)..];
         let last = window.len() - 1;
@@ -276,42 +275,33 @@ pub fn sample_checkpoint(
         match vocabulary {
             Vocabulary::Chars(_) => {
                 let c = decode(id);
-                text.push_str(&c);
-                if !emit(&c) {
+                text.extend_from_slice(c.as_bytes());
+                if !emit(c.as_bytes()) {
                     break;
                 }
             }
-            // Bytes go out as soon as they make a character (or cannot).
+            // Each byte as drawn: a terminal puts a character together
+            // from its bytes, and a file keeps what the model wrote.
             Vocabulary::Bytes => {
-                pending.push(id as u8);
-                let piece = match std::str::from_utf8(&pending) {
-                    Ok(piece) => piece.to_string(),
-                    Err(e) if e.error_len().is_none() => continue,
-                    Err(_) => String::from_utf8_lossy(&pending).into_owned(),
-                };
-                pending.clear();
-                text.push_str(&piece);
-                if !emit(&piece) {
+                text.push(id as u8);
+                if !emit(&[id as u8]) {
                     break;
                 }
             }
         }
-    }
-    if !pending.is_empty() {
-        let rest = String::from_utf8_lossy(&pending).into_owned();
-        emit(&rest);
-        text.push_str(&rest);
     }
     Ok(text)
 }
 
 /// The token that uniform draw `u` in [0, 1) picks from `logits` divided
 /// by `temperature`, among the `top_k` largest (ties kept by index): the
-/// first whose cumulative probability passes `u`.
+/// first whose cumulative probability passes `u`. A temperature of 0 is
+/// the most likely token.
 pub fn draw(logits: &[f64], temperature: f64, top_k: Option<usize>, u: f64) -> usize {
     let mut order: Vec<usize> = (0..logits.len()).collect();
     order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]).then(a.cmp(&b)));
-    order.truncate(top_k.unwrap_or(logits.len()).clamp(1, logits.len().max(1)));
+    let k = if temperature == 0.0 { 1 } else { top_k.unwrap_or(logits.len()) };
+    order.truncate(k.clamp(1, logits.len().max(1)));
     let Some(&best) = order.first() else { return 0 };
     // The difference first, then the temperature: `l / T - max / T` is
     // inf - inf (NaN) for a tiny T, which drew the least likely token.
@@ -334,6 +324,15 @@ pub fn draw(logits: &[f64], temperature: f64, top_k: Option<usize>, u: f64) -> u
 #[cfg(test)]
 mod tests {
     use super::draw;
+
+    #[test]
+    fn temperature_zero_is_the_argmax_whatever_the_draw() {
+        let logits = [0.5, 3.0, -1.0, 3.0 - 1e-12];
+        for u in [0.0, 0.5, 0.999] {
+            assert_eq!(draw(&logits, 0.0, None, u), 1);
+            assert_eq!(draw(&logits, 0.0, Some(3), u), 1);
+        }
+    }
 
     #[test]
     fn top_one_is_the_argmax_whatever_the_draw() {

@@ -49,16 +49,23 @@
 // RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --top-k 1 --seed 1 --out %t/s > %t/g1.txt
 // RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --top-k 1 --seed 2 --out %t/s > %t/g2.txt
 // RUN: cmp %t/g1.txt %t/g2.txt
+// A temperature of 0 is greedy, as --top-k 1.
+// RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --temperature 0 --seed 5 --out %t/s > %t/g0.txt
+// RUN: cmp %t/g1.txt %t/g0.txt
 // A byte-level model with one-hot inputs (the transformer block): its
-// text streams out as the bytes make characters.
+// bytes go out as drawn, UTF-8 or not (a sequence that was none went out
+// as U+FFFD, and the bytes were lost): the prompt's 4, 20 drawn and the
+// newline.
 // RUN: aicf train %S/../../../examples/transformer/transformer_block.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 16 --eval-windows 16 --out %t/bytes --checkpoint-dir %t/bytes-ckpt --no-progress > /dev/null
 // RUN: aicf sample %S/../../../examples/transformer/transformer_block.mlir --checkpoint %t/bytes-ckpt/last.safetensors --prompt "KING" --tokens 20 --out %t/s > %t/c.txt
 // RUN: FileCheck %s --check-prefix=BYTES < %t/c.txt
+// RUN: wc -c < %t/c.txt | FileCheck %s --check-prefix=BYTECOUNT
+// BYTECOUNT: {{^ *}}25{{$}}
 // Refused, each with the place named: a character outside the vocabulary,
-// a temperature of 0, no tokens, top-k 0, a checkpoint of a model trained
+// a negative temperature, no tokens, top-k 0, a checkpoint of a model trained
 // on a table.
 // RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "café" --out %t/s 2>&1 | FileCheck %s --check-prefix=VOCAB
-// RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --temperature 0 --out %t/s 2>&1 | FileCheck %s --check-prefix=TEMPERATURE
+// RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --temperature=-1 --out %t/s 2>&1 | FileCheck %s --check-prefix=TEMPERATURE
 // RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --tokens 0 --out %t/s 2>&1 | FileCheck %s --check-prefix=TOKENS
 // RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --top-k 0 --out %t/s 2>&1 | FileCheck %s --check-prefix=TOPK
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | sed -n 1,100p > %t/digits.csv
@@ -98,7 +105,7 @@
 // BYTES: {{^}}KING
 // LENGTH: {{^}}48{{$}}
 // VOCAB: aicf: error: the prompt's character 3 (counting from 0) ('é') is not in the model's vocabulary of 65 characters
-// TEMPERATURE: aicf: error: the temperature 0 is not a finite positive number
+// TEMPERATURE: aicf: error: the temperature -1 is not a finite number of at least 0 (0: the most likely token each time)
 // TOKENS: aicf: error: --tokens 0: nothing to sample
 // TOPK: aicf: error: --top-k 0 leaves no token to draw: at least 1
 // TABLE: mlp-ckpt/last.safetensors: no text vocabulary in its metadata: sampling needs a language model trained on a text by `aicf train`

@@ -168,7 +168,8 @@ struct ModelArgs {
     /// The size of an ONNX model's symbolic batch dimension; with an hl
     /// model, its rows per batch (hl-set-batch: train, eval and bench run
     /// the model so retargeted, written to <stem>.batch<N>.mlir in the
-    /// output directory; compile makes a variant on the same parameters).
+    /// output directory; compile makes a variant on the same parameters;
+    /// sample runs one row at a time and takes none).
     #[arg(long, allow_negative_numbers = true, value_parser = batch_size)]
     batch: Option<usize>,
     /// The optimizer the train step applies after the gradients: sgd,
@@ -571,7 +572,8 @@ enum Command {
         /// Tokens (characters, or bytes) to draw.
         #[arg(long, allow_negative_numbers = true, default_value_t = 500)]
         tokens: usize,
-        /// Below 1 more likely tokens, above 1 more varied (nanoGPT's 0.8).
+        /// Below 1 more likely tokens, above 1 more varied (nanoGPT's 0.8);
+        /// 0: the most likely token each time (greedy).
         #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
         temperature: f64,
         /// Draw among the k most likely tokens only (1: greedy); all by
@@ -3502,9 +3504,9 @@ fn sample(
     let options = options(c, d, s.seed, out)?;
     let mut stdout = std::io::stdout().lock();
     let mut failed = None;
-    let mut emit = |piece: &str| {
+    let mut emit = |piece: &[u8]| {
         if failed.is_none()
-            && let Err(e) = stdout.write_all(piece.as_bytes()).and_then(|()| stdout.flush())
+            && let Err(e) = stdout.write_all(piece).and_then(|()| stdout.flush())
         {
             failed = Some(e);
         }
@@ -3512,7 +3514,7 @@ fn sample(
     };
     aicf_compiler::train::sample::sample_checkpoint(&model, &options, checkpoint, out, s, &mut ToStderr, &mut emit)
         .map_err(|e| e.to_string())?;
-    emit("\n");
+    emit(b"\n");
     match failed {
         // A closed pipe (`| head`) ends the output quietly.
         Some(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing the text: {e}")),
