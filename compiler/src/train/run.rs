@@ -1573,9 +1573,16 @@ fn note_worse_than_guessing(
     // (Fitting means clearly below the guess: a training loss of ln 3 to
     // the fourth digit, a model that learned nothing, was called a fit.)
     let why = if last.train_loss.is_finite() && last.train_loss < 0.9 * guess {
+        // (After one epoch, fewer is no remedy: the held-out part may be
+        // unlike the rest, as a file's end unlike its start.)
+        let remedies = if records.len() > 1 {
+            "a smaller model, fewer epochs or more data"
+        } else {
+            "the held-out part may be unlike what it trained on (a text holds out its end), or the model too large \
+             for the data"
+        };
         format!(
-            "it fits the training data (training loss {:.4}) and not the held-out: a smaller model, fewer epochs or \
-             more data",
+            "it fits the training data (training loss {:.4}) and not the held-out: {remedies}",
             last.train_loss
         )
     } else {
