@@ -107,6 +107,24 @@ pub fn evaluate_checkpoint(
             dataset = Dataset::load(data, &sig, &options_for(true))?;
         }
     }
+    // A file of the name the run trained on whose bytes differ (a copy
+    // edited since, one line appended) is other data: scored whole,
+    // training rows included, where a user expected the held-out figure.
+    if !trained_on && let Some(recorded) = meta.get("data") {
+        // (Up to the first dot: digits.csv is digits.csv.gz decompressed.)
+        let stem = |n: &str| n.split('.').next().unwrap_or_default().to_string();
+        let names: Vec<String> =
+            data.iter().filter_map(|p| p.file_name()).map(|n| stem(&n.to_string_lossy())).collect();
+        if names == super::run::data_names(recorded).iter().map(|n| stem(n)).collect::<Vec<_>>() {
+            report.note(&format!(
+                "{}: named as the data the checkpoint's run trained on, but its {} differ: scored as other data, all \
+                 of it (the rows it trained on, if it holds them, too); the held-out figures need the data as it \
+                 trained",
+                data_name(data),
+                if text { "bytes" } else { "rows" }
+            ));
+        }
+    }
     let held = trained_on && val_split > 0.0;
     if trained_on && !held {
         report.note(&format!(

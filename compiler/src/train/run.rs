@@ -659,6 +659,11 @@ pub(crate) fn same_data(a: &str, b: &str) -> bool {
     data_hashes(a) == data_hashes(b)
 }
 
+/// The file names of a [`data_record`], without the hashes.
+pub(crate) fn data_names(record: &str) -> Vec<String> {
+    record.split("), ").map(|e| e.rsplit_once(" (").map_or(e, |(name, _)| name).to_string()).collect()
+}
+
 /// The hashes of a [`data_record`] (`name (hash), name (hash)`: what is in
 /// parentheses at each entry's end), without the names.
 pub(crate) fn data_hashes(record: &str) -> String {
@@ -1581,10 +1586,7 @@ fn note_worse_than_guessing(
             "the held-out part may be unlike what it trained on (a text holds out its end), or the model too large \
              for the data"
         };
-        format!(
-            "it fits the training data (training loss {:.4}) and not the held-out: {remedies}",
-            last.train_loss
-        )
+        format!("it fits the training data (training loss {:.4}) and not the held-out: {remedies}", last.train_loss)
     } else {
         format!("training did not converge; {}", remedy(guess))
     };
