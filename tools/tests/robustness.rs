@@ -333,6 +333,55 @@ fn links_where_a_run_writes_are_refused() {
     assert_eq!(std::fs::read(&last).unwrap(), good);
 }
 
+/// A checkpoint directory moved away while its run trains: the run's next
+/// save made it again, unlocked, and a second run resumed in it beside the
+/// first (both saving one checkpoint). The run locks it again and says so,
+/// and the second run is refused.
+#[test]
+fn a_checkpoint_directory_moved_during_its_run_is_locked_again() {
+    let dir = scratch("moved-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ckpt = dir.join("ckpt");
+    let train = |epochs: &str, out: &str, resume: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_aicf"));
+        c.args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", epochs])
+            .args(["--no-runs-db", "--no-progress", "--out"])
+            .arg(dir.join(out))
+            .arg("--checkpoint-dir")
+            .arg(&ckpt)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if resume {
+            c.arg("--resume");
+        }
+        c
+    };
+    let wait_for = |path: &std::path::Path| {
+        for _ in 0..6000 {
+            if path.is_file() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("{} did not appear", path.display());
+    };
+    // Long enough never to end before the checks below (killed after them).
+    let log = std::fs::File::create(dir.join("first.log")).unwrap();
+    let mut first = train("1000000", "first", false).stdout(log).spawn().unwrap();
+    wait_for(&ckpt.join("last.safetensors"));
+    std::fs::rename(&ckpt, dir.join("moved")).unwrap();
+    // The next save makes the directory again, with its lock.
+    wait_for(&ckpt.join("last.safetensors"));
+    let second = train("1000001", "second", true).output().unwrap();
+    let _ = first.kill();
+    let _ = first.wait();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(err.contains("another run is writing its checkpoints here"), "{err}");
+    let said = std::fs::read_to_string(dir.join("first.log")).unwrap();
+    assert!(said.contains("the checkpoint directory was moved or removed during the run"), "{said}");
+    assert!(dir.join("moved/last.safetensors").is_file());
+}
+
 /// A full disk in the middle of a growing run: the checkpoint after a
 /// widening cannot be written, the run stops naming it, and `--resume`
 /// with room again replays the same decisions and ends on the bits of a

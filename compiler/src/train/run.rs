@@ -1402,6 +1402,7 @@ fn fit_run(
         }
     };
     let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, policy_starts, report)?;
+    loop_.dir_lock = _lock;
     if let Some(c) = &comm {
         if rank == 0 {
             c.barrier_within("waiting for rank 0 to compile the model", COMPILE_WAIT.max(c.timeout()))
@@ -1855,6 +1856,9 @@ const WITHIN_KEYS: [&str; 3] = ["epoch_rows_done", "epoch_rng_state", "epoch_los
 
 /// The state of one run.
 struct Loop<'a> {
+    /// The checkpoint directory's lock (rank 0's), checked before each
+    /// save ([`Loop::reclaim_directory`]).
+    dir_lock: Option<std::fs::File>,
     adaptive: Adaptive,
     sig: &'a Signature,
     data: &'a Dataset,
@@ -2026,6 +2030,7 @@ impl<'a> Loop<'a> {
             last_is_good: false,
             carried_policy: None,
             replay_until: None,
+            dir_lock: None,
             changed: Vec::new(),
             comm,
             rank,
@@ -2537,6 +2542,43 @@ impl<'a> Loop<'a> {
     /// current model version (`v<k>.safetensors` beside it): the IR, the
     /// run's record, the data order, the GEMM choices and an adaptive run's
     /// state all in the one file, written atomically.
+    /// Whether the checkpoint directory still holds this run's lock: one
+    /// moved or removed during the run was made again by the next save,
+    /// unlocked, and a second run then resumed in it beside this one. It
+    /// is locked again (a note says so), or, where another run claimed it
+    /// in between, the run stops with its last checkpoint where the
+    /// directory went.
+    fn reclaim_directory(&mut self, path: &Path) -> Result<Option<String>> {
+        use std::os::unix::fs::MetadataExt;
+        let (Some(lock), Some(dir)) = (&self.dir_lock, path.parent()) else { return Ok(None) };
+        let file = dir.join(".lock");
+        let ours = lock.metadata().ok().map(|m| (m.dev(), m.ino()));
+        if std::fs::metadata(&file).ok().map(|m| (m.dev(), m.ino())) == ours {
+            return Ok(None);
+        }
+        let io = |message: String| TrainError::Io { path: dir.to_path_buf(), message };
+        make_dir(dir).map_err(io)?;
+        let fresh = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&file)
+            .map_err(|e| io(format!("{}: {e}", file.display())))?;
+        if fresh.try_lock().is_err() {
+            return Err(io(
+                "was moved or removed during this run, and another run now writes its checkpoints here: this run \
+                 stops (its earlier checkpoints are where the directory went)"
+                    .into(),
+            ));
+        }
+        self.dir_lock = Some(fresh);
+        Ok(Some(format!(
+            "{}: the checkpoint directory was moved or removed during the run (its earlier checkpoints are where it \
+             went); the run goes on saving in it, locked again",
+            dir.display()
+        )))
+    }
+
     fn save(&mut self, path: &Path, epoch: usize, run: &RunOptions) -> Result<()> {
         let trainer = self.adaptive.trainer();
         let mut meta: BTreeMap<String, String> = BTreeMap::from([
@@ -3268,7 +3310,20 @@ impl<'a> Loop<'a> {
                     // The directory's later checkpoint stays until the
                     // replay reaches it.
                 } else if writes {
-                    self.save(path, epoch, run)?;
+                    if let Some(note) = self.reclaim_directory(path)? {
+                        suspend(bar.as_ref(), || report.note(&note));
+                    }
+                    // (Moved in the middle of the save: saved again, in the
+                    // directory made again.)
+                    if let Err(e) = self.save(path, epoch, run) {
+                        if path.parent().is_none_or(|d| d.is_dir()) {
+                            return Err(e);
+                        }
+                        if let Some(note) = self.reclaim_directory(path)? {
+                            suspend(bar.as_ref(), || report.note(&note));
+                        }
+                        self.save(path, epoch, run)?;
+                    }
                 } else {
                     self.saved_epoch = Some(epoch);
                 }
