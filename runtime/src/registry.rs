@@ -123,7 +123,11 @@ pub fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("AICF_CACHE_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/aicf")))
+        // (An empty or relative HOME is none: HOME= put the cache under
+        // the current directory.)
+        .or_else(|| {
+            std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute()).map(|h| h.join(".cache/aicf"))
+        })
 }
 
 /// A GEMM's shape, operand layouts and (where not f32) operand type, as

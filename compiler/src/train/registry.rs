@@ -388,9 +388,12 @@ impl Runs {
             Some(v) => return Some(PathBuf::from(v)),
             None => {}
         }
+        // (An empty or relative one is none, as the XDG specification
+        // says: HOME= put the registry under the current directory.)
+        let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
         let data = std::env::var_os("XDG_DATA_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+            .and_then(absolute)
+            .or_else(|| std::env::var_os("HOME").and_then(absolute).map(|h| h.join(".local/share")))?;
         Some(data.join("aicf").join("runs.sqlite"))
     }
 
@@ -399,7 +402,9 @@ impl Runs {
     pub fn no_default_reason() -> &'static str {
         match std::env::var_os("AICF_RUNS_DB") {
             Some(v) if v == "off" || v.is_empty() => "AICF_RUNS_DB is off",
-            _ => "neither HOME nor XDG_DATA_HOME is set (the registry's default place is under them)",
+            _ => {
+                "neither HOME nor XDG_DATA_HOME is set to an absolute path (the registry's default place is under them)"
+            }
         }
     }
 

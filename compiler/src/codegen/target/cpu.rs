@@ -364,7 +364,7 @@ impl KernelCache {
     fn error(&self, path: &Path, e: impl std::fmt::Display) -> CompileError {
         let whence = match (
             std::env::var_os("AICF_CACHE_DIR").filter(|d| !d.is_empty()),
-            std::env::var_os("HOME").filter(|d| !d.is_empty()),
+            std::env::var_os("HOME").filter(|d| std::path::Path::new(d).is_absolute()),
         ) {
             (Some(_), _) => "chosen by AICF_CACHE_DIR; point it at a writable directory",
             (None, Some(_)) => "under ~/.cache/aicf; set AICF_CACHE_DIR to a writable directory to use another",
