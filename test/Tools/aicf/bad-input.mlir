@@ -347,6 +347,11 @@
 // RUN: not aicf runs list --runs-db %t/fifo 2>&1 | FileCheck %s --check-prefix=FIFODB
 // RUN: not aicf import %S/../../onnx/mlp.onnx -o %t/fifo 2>&1 | FileCheck %s --check-prefix=FIFOIMPORT
 // FIFOIMPORT: aicf: error: -o {{.*}}fifo: not a regular file
+// A checkpoint directory whose last.safetensors is a FIFO is named as such
+// (it was "a directory that holds no last.safetensors").
+// RUN: rm -rf %t/fifo-ck && mkdir -p %t/fifo-ck && mkfifo %t/fifo-ck/last.safetensors
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/fifo-ck --out %t/fifo-run 2>&1 | FileCheck %s --check-prefix=FIFOLAST
+// FIFOLAST: aicf: error: --checkpoint {{.*}}fifo-ck: its last.safetensors is not a regular file (a directory, device, pipe or a link to one)
 // RUN: not aicf compile %t/fifo 2>&1 | FileCheck %s --check-prefix=FIFOMODEL
 // FIFOMODEL: aicf: error: the model {{.*}}fifo: not a regular file (a device, pipe or socket); it is read from a file
 // RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint /dev/zero --out %t/s 2>&1 | FileCheck %s --check-prefix=DEVCKPT

@@ -707,6 +707,14 @@ fn checkpoints_in_dirs(command: &mut Command) -> Result<()> {
             return Ok(());
         }
         let last = p.join("last.safetensors");
+        // (One there that is no file, a pipe or a link to a device, is said
+        // as such: "holds no last.safetensors" sent the user looking.)
+        if std::fs::symlink_metadata(&last).is_ok() && !last.is_file() {
+            return Err(format!(
+                "{flag} {}: its last.safetensors is not a regular file (a directory, device, pipe or a link to one)",
+                p.display()
+            ));
+        }
         if !last.is_file() {
             return Err(format!(
                 "{flag} {}: a directory that holds no last.safetensors: give a checkpoint file (its v0.safetensors, \
