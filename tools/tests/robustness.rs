@@ -286,10 +286,11 @@ fn a_full_disk_keeps_the_last_good_checkpoint() {
 
 /// Links where a run writes: a run directory's metrics or plot linked to
 /// a checkpoint (the run wrote through them, replacing the checkpoint with
-/// its metrics), and a checkpoint directory's last.safetensors linked to
-/// another directory's (the saves wrote there, past that directory's lock:
-/// two runs wrote one checkpoint at once). Each is refused before training,
-/// naming the link, and the checkpoints stay byte for byte.
+/// its metrics) is refused; a checkpoint directory's last.safetensors
+/// linked into another run's checkpoint directory (the saves wrote there,
+/// past that directory's lock: two runs wrote one checkpoint at once)
+/// takes that directory's lock too, refused while another run holds it.
+/// The checkpoint stays byte for byte until a run may write it.
 #[test]
 fn links_where_a_run_writes_are_refused() {
     let dir = scratch("links");
@@ -317,20 +318,26 @@ fn links_where_a_run_writes_are_refused() {
     assert_eq!(linked.status.code(), Some(1), "{err}");
     assert!(err.contains("metrics.jsonl: is a symbolic link (to ") && err.contains("would write through it"), "{err}");
     assert_eq!(std::fs::read(&last).unwrap(), good);
-    // Another checkpoint directory whose last is a link to this one's.
+    // Another checkpoint directory whose last is a link to this one's,
+    // while a run holds this one (its lock taken here).
     let other = dir.join("other");
     std::fs::create_dir_all(&other).unwrap();
     std::os::unix::fs::symlink(&last, other.join("last.safetensors")).unwrap();
     let other_out = dir.join("other-run").display().to_string();
     let other_arg = other.display().to_string();
+    let held = std::fs::OpenOptions::new().write(true).open(ckpt.join(".lock")).unwrap();
+    held.try_lock().unwrap();
     let resumed = train(&["--epochs", "2", "--resume", "--checkpoint-dir", &other_arg, "--out", &other_out]);
     let err = String::from_utf8_lossy(&resumed.stderr);
     assert_eq!(resumed.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("last.safetensors: is a link to ") && err.contains("outside the checkpoint directory"),
-        "{err}"
-    );
+    assert!(err.contains("last.safetensors: links into ") && err.contains("where another run is writing"), "{err}");
     assert_eq!(std::fs::read(&last).unwrap(), good);
+    // Released, the link is followed: the run goes on, saving through it.
+    drop(held);
+    let resumed = train(&["--epochs", "2", "--resume", "--checkpoint-dir", &other_arg, "--out", &other_out]);
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert!(other.join("last.safetensors").is_symlink());
+    assert_ne!(std::fs::read(&last).unwrap(), good, "epoch 2 saved through the link");
 }
 
 /// A checkpoint directory moved away while its run trains: the run's next

@@ -410,6 +410,52 @@ fn in_place(from: &Path, dir: &Path) -> bool {
 /// elsewhere (a fork), needs a directory of its own. Returns the lock and,
 /// for a replay in place (resumed from an earlier checkpoint here), the
 /// epoch of the directory's latest checkpoint.
+/// Locks the directories that the checkpoint directory `dir`'s files link
+/// into: a save writes through a link to the file it names, so a
+/// `last.safetensors` linked into another run's checkpoint directory wrote
+/// there past that directory's lock (two runs saved one checkpoint at
+/// once). Each is locked as `dir` is (its `.lock`), held as long as the
+/// returned files; one another run holds is refused. A directory where no
+/// lock can be made (read-only) takes no save either.
+fn lock_link_targets(dir: &Path) -> Result<Vec<std::fs::File>> {
+    let (Ok(listing), Ok(own)) = (std::fs::read_dir(dir), std::fs::canonicalize(dir)) else { return Ok(Vec::new()) };
+    let mut targets: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for entry in listing.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.ends_with(".safetensors") || name.ends_with(".mlir"))
+            || !entry.file_type().is_ok_and(|t| t.is_symlink())
+        {
+            continue;
+        }
+        let target = aicf_runtime::checkpoint::through_links(&entry.path());
+        if let Some(there) = target.parent().and_then(|p| std::fs::canonicalize(p).ok())
+            && there != own
+            && !targets.iter().any(|(t, _)| *t == there)
+        {
+            targets.push((there, entry.path()));
+        }
+    }
+    let mut locks = Vec::new();
+    for (there, link) in targets {
+        let Ok(lock) = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(there.join(".lock"))
+        else {
+            continue;
+        };
+        if let Err(std::fs::TryLockError::WouldBlock) = try_lock_briefly(&lock) {
+            return Err(TrainError::Io {
+                path: link,
+                message: format!(
+                    "links into {}, where another run is writing its checkpoints: this run's saves would write \
+                     there too; replace the link with a copy of the file it names, or give another --checkpoint-dir",
+                    there.display()
+                ),
+            });
+        }
+        locks.push(lock);
+    }
+    Ok(locks)
+}
+
 fn claim_checkpoint_dir(
     dir: &Path,
     resume_from: Option<&Path>,
@@ -439,30 +485,6 @@ fn claim_checkpoint_dir(
     let probe = dir.join(format!(".probe.{}.tmp", std::process::id()));
     std::fs::File::create(&probe).map_err(|e| io(dir, unwritable(e, "the checkpoints", "--checkpoint-dir")))?;
     let _ = std::fs::remove_file(&probe);
-    // A save writes through a link to the file it names: one leading out
-    // of this directory wrote there past that directory's lock (two runs
-    // wrote one checkpoint at once).
-    if let (Ok(listing), Ok(own)) = (std::fs::read_dir(dir), std::fs::canonicalize(dir)) {
-        for entry in listing.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let ours = name.ends_with(".safetensors") || name.ends_with(".mlir");
-            if !ours || !entry.file_type().is_ok_and(|t| t.is_symlink()) {
-                continue;
-            }
-            let target = aicf_runtime::checkpoint::through_links(&entry.path());
-            if target.parent().and_then(|p| std::fs::canonicalize(p).ok()).is_some_and(|p| p != own) {
-                return Err(io(
-                    &entry.path(),
-                    format!(
-                        "is a link to {}, outside the checkpoint directory: the run's saves would write there, past \
-                         that directory's lock; replace the link with a copy of the file it names, or give that \
-                         directory as --checkpoint-dir",
-                        target.display()
-                    ),
-                ));
-            }
-        }
-    }
     if resume_from.is_some_and(|from| in_place(from, dir)) {
         // Resumed from an earlier checkpoint of this directory, the run
         // replays the epochs after it (the same options and policy, so the
@@ -883,23 +905,21 @@ fn fit_run(
     }
     // The run directory's own files are written where they are: a link
     // there was written through (metrics.jsonl linked to a checkpoint
-    // replaced the checkpoint with the metrics), and a pipe blocked the run.
+    // replaced the checkpoint with the metrics).
     for own in ["metrics.jsonl", "plot.svg", "decisions.jsonl"] {
         let path = run.out.join(own);
         let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
-        let what = if meta.file_type().is_symlink() {
-            format!("a symbolic link (to {})", std::fs::read_link(&path).unwrap_or_default().display())
-        } else if !meta.is_file() {
-            "not a regular file".to_string()
-        } else {
+        // (Anything else not a file is refused below, where it is written.)
+        if !meta.file_type().is_symlink() {
             continue;
-        };
+        }
         return Err(TrainError::Io {
-            path,
             message: format!(
-                "is {what}: the run writes its {own} here, and would write through it; remove it, or give another \
-                 --out"
+                "is a symbolic link (to {}): the run writes its {own} here, and would write through it; remove it, or \
+                 give another --out",
+                std::fs::read_link(&path).unwrap_or_default().display()
             ),
+            path,
         });
     }
     if let Some(db) = run.runs_db.as_ref().filter(|_| first_rank) {
@@ -945,6 +965,10 @@ fn fit_run(
             (Some(lock), replay)
         }
         _ => (None, None),
+    };
+    let _link_locks = match &_lock {
+        Some(_) => lock_link_targets(run.checkpoint_dir.as_deref().unwrap_or(Path::new(".")))?,
+        None => Vec::new(),
     };
     let resume_from = match (&comm, resume_from) {
         (Some(c), Some(path)) => Some(share_checkpoint(c.as_ref(), &path, &own_dir)?),

@@ -71,10 +71,14 @@
 // A plot that cannot be written is found before training (it ended the
 // run after its first epoch had trained, before that epoch's checkpoint).
 // RUN: mkdir -p %t/blocked/plot.svg %t/dangling && ln -s ../nowhere/plot.svg %t/dangling/plot.svg
-// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --out %t/dangling --checkpoint-dir %t/danglingck 2>&1 | FileCheck %s --check-prefix=PLOTDIR
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --out %t/dangling --checkpoint-dir %t/danglingck 2>&1 | FileCheck %s --check-prefix=DANGLING
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --out %t/blocked --checkpoint-dir %t/blockedck 2>&1 | FileCheck %s --check-prefix=PLOTDIR
 // PLOTDIR-NOT: epoch   1/2
 // PLOTDIR: aicf: error: {{.*}}/plot.svg: is not a file (a directory, or a link to one or to nothing), where the run writes its own
+// A link there, to nothing or to a file, would be written through (a
+// metrics.jsonl linked to a checkpoint replaced the checkpoint).
+// DANGLING-NOT: epoch   1/2
+// DANGLING: aicf: error: {{.*}}/plot.svg: is a symbolic link (to ../nowhere/plot.svg): the run writes its plot.svg here, and would write through it; remove it, or give another --out
 
 // A run resumed from a checkpoint elsewhere (a fork) does not write into a
 // directory holding another run's checkpoints, nor does a fresh run where
