@@ -807,7 +807,7 @@ mod tests {
     /// whole: a sparse file of 100 GB ran out of memory.
     #[test]
     fn bytes_past_the_last_tensor_are_refused_unread() {
-        let path = std::env::temp_dir().join(format!("aicf-ckpt-{}-long.safetensors", std::process::id()));
+        let path = std::env::temp_dir().join(format!("aicf-ckpt-{}-extended.safetensors", std::process::id()));
         let entries = [Entry { name: "w".into(), dtype: DType::F32, shape: vec![64], bytes: vec![0; 256] }];
         save(&path, &entries, &BTreeMap::from([("epoch".to_string(), "1".to_string())])).unwrap();
         let size = std::fs::metadata(&path).unwrap().len();

@@ -2540,14 +2540,19 @@ impl<'a> Loop<'a> {
                 // epoch's batches before that.)
                 let held = self.held_within.filter(|w| w.0 == epoch).map_or(0, |w| w.1);
                 let lost = b.saturating_sub(held);
-                if lost > 0 { format!(" (this epoch's {lost} steps are not in it)") } else { String::new() }
+                match lost {
+                    0 => String::new(),
+                    1 => " (this epoch's 1 step is not in it)".into(),
+                    _ => format!(" (this epoch's {lost} steps are not in it)"),
+                }
             }),
             (Some(path), None) => format!("no epoch ended, so {} was not written", path.display()),
             (None, _) => "no checkpoint is written without --checkpoint-dir".into(),
         };
+        let all = self.adaptive.trainer().steps();
         TrainError::Interrupted(format!(
-            "{INTERRUPTED_AT}{epoch}, step {b} of {steps_per_epoch}, {} steps in all; {kept}",
-            self.adaptive.trainer().steps()
+            "{INTERRUPTED_AT}{epoch}, step {b} of {steps_per_epoch}, {all} step{} in all; {kept}",
+            if all == 1 { "" } else { "s" }
         ))
     }
 
