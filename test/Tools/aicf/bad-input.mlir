@@ -352,6 +352,11 @@
 // RUN: rm -rf %t/fifo-ck && mkdir -p %t/fifo-ck && mkfifo %t/fifo-ck/last.safetensors
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/fifo-ck --out %t/fifo-run 2>&1 | FileCheck %s --check-prefix=FIFOLAST
 // FIFOLAST: aicf: error: --checkpoint {{.*}}fifo-ck: its last.safetensors is not a regular file (a directory, device, pipe or a link to one)
+// A file where the kernel cache's directory goes is named as such (it
+// was "File exists").
+// RUN: rm -rf %t/kc && mkdir -p %t/kc && touch %t/kc/kernels
+// RUN: not env AICF_CACHE_DIR=%t/kc aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/kc-run --no-runs-db 2>&1 | FileCheck %s --check-prefix=CACHEFILE
+// CACHEFILE: aicf: error: {{.*}}kc/kernels: a file where the kernel cache's directory goes: move it (the kernel cache, chosen by AICF_CACHE_DIR; point it at a writable directory)
 // RUN: not aicf compile %t/fifo 2>&1 | FileCheck %s --check-prefix=FIFOMODEL
 // FIFOMODEL: aicf: error: the model {{.*}}fifo: not a regular file (a device, pipe or socket); it is read from a file
 // RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint /dev/zero --out %t/s 2>&1 | FileCheck %s --check-prefix=DEVCKPT

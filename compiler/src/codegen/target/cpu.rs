@@ -370,7 +370,14 @@ impl KernelCache {
             (None, Some(_)) => "under ~/.cache/aicf; set AICF_CACHE_DIR to a writable directory to use another",
             (None, None) => "in the run's directory, as HOME is unset; AICF_CACHE_DIR chooses another",
         };
-        io_error(path, format!("{e} (the kernel cache, {whence})"))
+        // (A file where the cache's directory goes said "File exists".)
+        let what = match std::fs::symlink_metadata(path) {
+            Ok(m) if !m.is_dir() && e.to_string().contains("File exists") => {
+                "a file where the kernel cache's directory goes: move it".to_string()
+            }
+            _ => e.to_string(),
+        };
+        io_error(path, format!("{what} (the kernel cache, {whence})"))
     }
 
     /// Compiles each group's `<group>.ll` to `<group>.o`, all at once, and
