@@ -312,6 +312,19 @@ fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> TrainError + '_ {
                  to start a new registry there (--no-runs-db records nothing)"
             }
             Some(rusqlite::ErrorCode::DatabaseCorrupt) => DAMAGED,
+            // (SQLite's words name no cause a user can act on.)
+            Some(rusqlite::ErrorCode::DiskFull) => {
+                " (the disk holding it is full: free space there, or give another file with --runs-db; --no-runs-db \
+                 records nothing)"
+            }
+            Some(rusqlite::ErrorCode::SystemIoFailure) => {
+                " (a full disk, or a file system that refuses SQLite's writes or locks: free space, or give a file on \
+                 another with --runs-db; --no-runs-db records nothing)"
+            }
+            Some(rusqlite::ErrorCode::CannotOpen) => {
+                " (its directory is missing, read-only or not this user's: give another file with --runs-db; \
+                 --no-runs-db records nothing)"
+            }
             _ => "",
         };
         TrainError::Io { path: path.to_path_buf(), message: format!("run registry: {e}{advice}") }

@@ -211,3 +211,10 @@
 // COPIED-NEXT: 2 finished {{.*}} 4
 // COPIED-NEXT: 3 finished {{.*}} 11
 // COPIED-NEXT: 3 runs in
+
+// A registry SQLite cannot open says why a user would care (its words
+// alone, "unable to open database file", named no cause): the run goes on
+// unrecorded.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/proc --runs-db /proc/aicf-runs.sqlite --no-progress 2>&1 | FileCheck %s --check-prefix=CANNOTOPEN
+// CANNOTOPEN: note: /proc/aicf-runs.sqlite: run registry: unable to open database file: /proc/aicf-runs.sqlite (its directory is missing, read-only or not this user's: give another file with --runs-db; --no-runs-db records nothing); the run is not recorded
+// CANNOTOPEN: final held-out accuracy
