@@ -472,8 +472,9 @@ impl Registry {
         if let Ok(text) = serde_json::to_string_pretty(&*d) {
             let thread = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "");
             let tmp = path.with_extension(format!("tmp{}.{thread}", std::process::id()));
-            if std::fs::write(&tmp, text).is_ok() {
-                let _ = std::fs::rename(&tmp, path);
+            // (A write cut short by a full disk is not left behind.)
+            if std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)).is_err() {
+                let _ = std::fs::remove_file(&tmp);
             }
         }
     }
