@@ -93,6 +93,34 @@ impl LrSchedule {
         }
     }
 
+    /// The schedule a checkpoint's record describes ([`LrSchedule::describe`]);
+    /// `None` where it does not read as one.
+    pub fn from_description(text: &str) -> Option<LrSchedule> {
+        if text == "constant" {
+            return Some(LrSchedule::Constant);
+        }
+        let number = |s: &str| s.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+        let (head, rest) = text.split_once(", warm-up ")?;
+        let (warmup, rest) = rest.split_once(" steps, ")?;
+        let warmup_steps = warmup.parse::<u64>().ok()?;
+        match head {
+            "cosine" => {
+                let min = rest.strip_prefix("down to ")?.strip_suffix(" x lr")?;
+                Some(LrSchedule::Cosine { warmup_steps, min_factor: number(min)? })
+            }
+            "wsd" => {
+                let (decay, min) = rest.strip_prefix("the last ")?.split_once(" down to ")?;
+                let min_factor = number(min.strip_suffix(" x lr")?)?;
+                let (decay_fraction, decay_steps) = match decay.strip_suffix(" steps") {
+                    Some(n) => (0.2, Some(n.parse::<u64>().ok()?)),
+                    None => (number(decay.strip_suffix(" of the run")?)?, None),
+                };
+                Some(LrSchedule::Wsd { warmup_steps, decay_fraction, decay_steps, min_factor })
+            }
+            _ => None,
+        }
+    }
+
     /// For the checkpoint's record (older checkpoints have none, and
     /// resume as before).
     fn describe(&self) -> String {
@@ -4005,5 +4033,21 @@ mod tests {
         drop(checkpoints);
         assert!(claim_run_dir(&dir).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Each schedule reads back from its record, as a resume without the
+    /// flags takes it.
+    #[test]
+    fn a_schedules_record_reads_back() {
+        for schedule in [
+            LrSchedule::Constant,
+            LrSchedule::Cosine { warmup_steps: 10, min_factor: 0.1 },
+            LrSchedule::Wsd { warmup_steps: 0, decay_fraction: 0.25, decay_steps: None, min_factor: 0.0 },
+            LrSchedule::Wsd { warmup_steps: 5, decay_fraction: 0.2, decay_steps: Some(40), min_factor: 0.05 },
+        ] {
+            let text = schedule.describe();
+            assert_eq!(LrSchedule::from_description(&text).map(|s| s.describe()), Some(text.clone()), "{text}");
+        }
+        assert!(LrSchedule::from_description("cosine, warm-up x steps, down to 0.1 x lr").is_none());
     }
 }

@@ -2,13 +2,19 @@
 // to --min-lr-factor times --lr at the run's last step (45 steps an epoch,
 // 135 in all, warm-up 10: the epochs end at 2.536e-3, 1.106e-3 and 3.004e-4,
 // just above 0.1 x 3e-3). The schedule is part of the checkpoint's record:
-// resuming with another one is refused. `--lr-schedule wsd` (warm-up,
+// resuming with another one is refused, and without the flags a resume
+// takes it. `--lr-schedule wsd` (warm-up,
 // stable, decay) holds the rate until its last --decay-steps (45: epoch 3),
 // then decays linearly to the floor at the last step.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --lr-schedule cosine --warmup-steps 10 --out %t/run --checkpoint-dir %t/ckpt --no-progress
 // RUN: FileCheck %s < %t/run/metrics.jsonl
-// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/run --checkpoint-dir %t/ckpt --resume 2>&1 | FileCheck %s --check-prefix=OTHER
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --lr-schedule wsd --out %t/run --checkpoint-dir %t/ckpt --resume 2>&1 | FileCheck %s --check-prefix=OTHER
+// RUN: cp -r %t/ckpt %t/ckpt-kept
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/kept --checkpoint-dir %t/ckpt-kept --resume --no-progress 2>&1 | FileCheck %s --check-prefix=KEPT
+// KEPT-NOT: error
+// KEPT: note: the cosine schedule spanned 3 epochs in the checkpoint's run and spans 4 in this one
+// KEPT: epoch   4/4
 // More epochs on resume stretch the cosine: said, since its decayed rate
 // rises again.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --lr-schedule cosine --warmup-steps 10 --out %t/run --checkpoint-dir %t/ckpt --resume --no-progress 2>&1 | FileCheck %s --check-prefix=STRETCH
@@ -35,7 +41,7 @@
 // CHECK: {"epoch":2,{{.*}}"lr":0.00110607
 // CHECK: {"epoch":3,{{.*}}"lr":0.00030042
 
-// OTHER: the checkpoint was trained with lr_schedule cosine, warm-up 10 steps, down to 0.1 x lr; this run asks for constant (--override-resume goes on anyway)
+// OTHER: the checkpoint was trained with lr_schedule cosine, warm-up 10 steps, down to 0.1 x lr; this run asks for wsd, warm-up 0 steps, the last 0.2 of the run down to 0.1 x lr (--override-resume goes on anyway)
 // BAD: the cosine schedule's minimum factor 2 is not in [0, 1]
 
 // WSD: {"epoch":1,{{.*}}"lr":0.003}

@@ -946,6 +946,8 @@ fn main() {
             resumed_from = checkpoint.clone();
             let (mut windows_per_epoch, mut eval_windows) = (windows_per_epoch, eval_windows);
             let (mut lr, mut seed, mut val_split) = (lr, seed, val_split);
+            let (mut lr_schedule, mut warmup_steps, mut min_lr_factor, mut decay_fraction, mut decay_steps) =
+                (lr_schedule, warmup_steps, min_lr_factor, decay_fraction, decay_steps);
             // (Of a file AICF reads: another's error is its format's, below.)
             let tables = !data.iter().any(|p| aicf_compiler::train::data::is_text(p))
                 && data.iter().all(|p| aicf_compiler::train::data::is_rows(p));
@@ -1053,6 +1055,24 @@ fn main() {
                         && let Some(v) = number("val_split")
                     {
                         val_split = v;
+                    }
+                    // The schedule, where none of its flags is given.
+                    let flags = ["lr_schedule", "warmup_steps", "min_lr_factor", "decay_fraction", "decay_steps"];
+                    if !flags.iter().any(|f| given(f))
+                        && let Some(trained) =
+                            recorded("lr_schedule").and_then(aicf_compiler::train::run::LrSchedule::from_description)
+                    {
+                        use aicf_compiler::train::run::LrSchedule as L;
+                        match trained {
+                            L::Constant => lr_schedule = Schedule::Constant,
+                            L::Cosine { warmup_steps: w, min_factor } => {
+                                (lr_schedule, warmup_steps, min_lr_factor) = (Schedule::Cosine, w, min_factor);
+                            }
+                            L::Wsd { warmup_steps: w, decay_fraction: f, decay_steps: n, min_factor } => {
+                                (lr_schedule, warmup_steps, min_lr_factor) = (Schedule::Wsd, w, min_factor);
+                                (decay_fraction, decay_steps) = if n.is_some() { (None, n) } else { (Some(f), None) };
+                            }
+                        }
                     }
                     // The model at the batch it trained at, where the file
                     // given is that model at another (an ONNX file's batch
