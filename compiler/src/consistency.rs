@@ -235,7 +235,8 @@ fn place(op: MlirOperation) -> String {
 /// `hl.reduce_mean` or a loss op's `reduction = mean` follow the batch.
 /// The op's place and the number.
 pub fn batch_constant(module: MlirOperation, batch: usize) -> Option<(String, f64)> {
-    if batch < 2 {
+    // (At a batch of 2, the half of a sum of squares is 1/2 too.)
+    if batch < 3 {
         return None;
     }
     let (_, loss) =

@@ -623,6 +623,24 @@ pub fn forward_differs(source: &str, name: &str) -> Option<String> {
     crate::consistency::forward_differs(module.as_operation().to_raw())
 }
 
+/// The batch a checkpoint's model trained at, where `source` is that
+/// model at another batch: the checkpoint's IR `ir` is `source` retargeted,
+/// or (a checkpoint a policy grew) its run started from `source`
+/// retargeted, `started` being the model hash the checkpoint records.
+/// `None` otherwise.
+pub fn checkpoint_batch(source: &str, ir: &str, started: Option<&str>, name: &str) -> Option<usize> {
+    if let Some(b) = batch_of_same_model(source, ir, name) {
+        return Some(b);
+    }
+    use crate::train::data::Signature;
+    let theirs = Signature::of_source(ir, name).ok()?.batch();
+    if theirs == Signature::of_source(source, name).ok()?.batch() {
+        return None;
+    }
+    let at = rebatched_source(source, name, theirs).ok()?;
+    (model_hash(&at, name).ok()? == started?).then_some(theirs)
+}
+
 /// Where the model's `@loss` takes a mean over its batch by hand, with the
 /// batch written as a number ([`crate::consistency::batch_constant`]):
 /// the op's place, the batch the model was written for and the number.
@@ -645,8 +663,9 @@ pub fn batch_constant_warning(at: &str, written: usize, value: f64, sizes: &[usi
     let how = if value >= 1.0 { "divides" } else { "multiplies" };
     format!(
         "{at}: @loss {how} its sum over the batch by {value}, a number written for a batch of {written}; batches of \
-         {} rows here get a loss and gradients scaled by their size over {written}, as a learning rate would be: \
-         take the mean with hl.reduce_mean (or a loss op's reduction = mean), which follows the batch",
+         {} rows here get a loss (and in training gradients) scaled by their size over {written}, as a learning \
+         rate would be: take the mean with hl.reduce_mean (or a loss op's reduction = mean), which follows the \
+         batch",
         sizes.join(" and ")
     )
 }

@@ -2229,7 +2229,9 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
         // Which characters are too many: the rarest (what a user would
         // drop), a carriage return named as the line endings it is.
         let mut why = String::new();
-        if let Vocab::Chars(chars) = &vocab {
+        if let Vocab::Chars(chars) = &vocab
+            && options.vocabulary.is_none()
+        {
             let mut counts = vec![0usize; chars.len()];
             for &t in &tokens {
                 counts[t as usize] += 1;

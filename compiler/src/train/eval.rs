@@ -111,8 +111,9 @@ pub fn evaluate_checkpoint(
     // edited since, one line appended) is other data: scored whole,
     // training rows included, where a user expected the held-out figure.
     if !trained_on && let Some(recorded) = meta.get("data") {
-        // (Up to the first dot: digits.csv is digits.csv.gz decompressed.)
-        let stem = |n: &str| n.split('.').next().unwrap_or_default().to_string();
+        // (Whole names, but for a .gz: digits.csv is digits.csv.gz
+        // decompressed; digits.test.csv is no digits.train.csv.)
+        let stem = |n: &str| n.strip_suffix(".gz").unwrap_or(n).to_string();
         let names: Vec<String> =
             data.iter().filter_map(|p| p.file_name()).map(|n| stem(&n.to_string_lossy())).collect();
         if names == super::run::data_names(recorded).iter().map(|n| stem(n)).collect::<Vec<_>>() {

@@ -429,22 +429,13 @@ fn in_place(from: &Path, dir: &Path) -> bool {
     from_dir.is_some_and(|from_dir| canonical(from_dir).is_some_and(|d| Some(d) == canonical(dir)))
 }
 
-/// Locks checkpoint directory `dir` for this run (`dir/.lock`, released
-/// when the returned file closes, also when the process is killed), and
-/// refuses to write over checkpoints it holds (`last.safetensors`, or any
-/// model version's `v<k>.safetensors`) unless the run continues from one
-/// of them (`resume_from` inside `dir`, a run of `epochs` epochs that
-/// reaches the latest): a fresh run, or one resumed from a checkpoint
-/// elsewhere (a fork), needs a directory of its own. Returns the lock and,
-/// for a replay in place (resumed from an earlier checkpoint here), the
-/// epoch of the directory's latest checkpoint.
-/// Locks the directories that the checkpoint directory `dir`'s files link
-/// into: a save writes through a link to the file it names, so a
-/// `last.safetensors` linked into another run's checkpoint directory wrote
-/// there past that directory's lock (two runs saved one checkpoint at
-/// once). Each is locked as `dir` is (its `.lock`), held as long as the
-/// returned files; one another run holds is refused. A directory where no
-/// lock can be made (read-only) takes no save either.
+/// Locks the checkpoint directories that the checkpoint directory `dir`'s
+/// files link into: a save writes through a link to the file it names, so
+/// a `last.safetensors` linked into another run's checkpoint directory
+/// wrote there past that directory's lock (two runs saved one checkpoint
+/// at once). Each with a `.lock` (a checkpoint directory's) is locked as
+/// `dir` is, held as long as the returned files; one another run holds is
+/// refused.
 fn lock_link_targets(dir: &Path) -> Result<Vec<std::fs::File>> {
     let (Ok(listing), Ok(own)) = (std::fs::read_dir(dir), std::fs::canonicalize(dir)) else { return Ok(Vec::new()) };
     let mut targets: Vec<(PathBuf, PathBuf)> = Vec::new();
@@ -465,10 +456,9 @@ fn lock_link_targets(dir: &Path) -> Result<Vec<std::fs::File>> {
     }
     let mut locks = Vec::new();
     for (there, link) in targets {
-        let Ok(lock) = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(there.join(".lock"))
-        else {
-            continue;
-        };
+        // (Only a checkpoint directory has one: plain storage that several
+        // runs link into is not locked, nor given a file.)
+        let Ok(lock) = std::fs::OpenOptions::new().write(true).open(there.join(".lock")) else { continue };
         if let Err(std::fs::TryLockError::WouldBlock) = try_lock_briefly(&lock) {
             return Err(TrainError::Io {
                 path: link,
@@ -484,6 +474,15 @@ fn lock_link_targets(dir: &Path) -> Result<Vec<std::fs::File>> {
     Ok(locks)
 }
 
+/// Locks checkpoint directory `dir` for this run (`dir/.lock`, released
+/// when the returned file closes, also when the process is killed), and
+/// refuses to write over checkpoints it holds (`last.safetensors`, or any
+/// model version's `v<k>.safetensors`) unless the run continues from one
+/// of them (`resume_from` inside `dir`, a run of `epochs` epochs that
+/// reaches the latest): a fresh run, or one resumed from a checkpoint
+/// elsewhere (a fork), needs a directory of its own. Returns the lock and,
+/// for a replay in place (resumed from an earlier checkpoint here), the
+/// epoch of the directory's latest checkpoint.
 fn claim_checkpoint_dir(
     dir: &Path,
     resume_from: Option<&Path>,
@@ -1088,8 +1087,9 @@ fn fit_run(
                             if first.is_file() { format!(", {}", first.display()) } else { String::new() }
                         )
                     } else if *key == "model"
-                        && let Some(batch) =
-                            meta.get(IR_KEY).and_then(|ir| crate::pipeline::batch_of_same_model(&original, ir, &name))
+                        && let Some(batch) = meta
+                            .get(IR_KEY)
+                            .and_then(|ir| crate::pipeline::checkpoint_batch(&original, ir, Some(saved), &name))
                     {
                         // The parameters and optimizer state do not depend on
                         // the batch: the checkpoint's model goes on at this
@@ -1268,7 +1268,6 @@ fn fit_run(
                     }
                     if rank == 0
                         && !other_model
-                        && rebatch_from.is_none()
                         && crate::pipeline::model_hash(ir, &name).ok().as_deref() != Some(model_hash.as_str())
                     {
                         report.note(&format!(
@@ -1406,18 +1405,12 @@ fn fit_run(
         let batch = sig.batch();
         let micro = trainer.options().accumulate.max(1);
         let replicas = comm.as_ref().map_or(1, |c| c.size());
-        let tails = tail_batches(&dataset, batch, micro, replicas, rank);
-        // A mean over the batch written with the batch as a number scales
-        // a smaller last batch's loss and gradients, without a word.
-        if rank == 0
-            && !tails.is_empty()
-            && let Some((at, written, value)) = crate::pipeline::loss_batch_constant(&source, &name)
-        {
-            report.note(&crate::pipeline::batch_constant_warning(&at, written, value, &tails));
-        }
-        for rows in tails {
+        // The smaller last batches the model runs (none where an op fixes
+        // its batch).
+        let mut tails = Vec::new();
+        for rows in tail_batches(&dataset, batch, micro, replicas, rank) {
             match trainer.add_batch(rows) {
-                Ok(()) => {}
+                Ok(()) => tails.push(rows),
                 Err(TrainError::FixedBatch { why, .. }) => {
                     let global = batch * micro * replicas;
                     let (train, held) = dataset.whole_batches(global, batch);
@@ -1439,6 +1432,14 @@ fn fit_run(
                 }
                 Err(e) => return Err(e),
             }
+        }
+        // A mean over the batch written with the batch as a number scales
+        // a smaller last batch's loss (and gradients), without a word.
+        if rank == 0
+            && !tails.is_empty()
+            && let Some((at, written, value)) = crate::pipeline::loss_batch_constant(&source, &name)
+        {
+            report.note(&crate::pipeline::batch_constant_warning(&at, written, value, &tails));
         }
     }
     // The step the policy starts at on the model it is checked against: a
@@ -2595,10 +2596,6 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// Saves the epoch's state to `path`, and as the last state of the
-    /// current model version (`v<k>.safetensors` beside it): the IR, the
-    /// run's record, the data order, the GEMM choices and an adaptive run's
-    /// state all in the one file, written atomically.
     /// Whether the checkpoint directory still holds this run's lock: one
     /// moved or removed during the run was made again by the next save,
     /// unlocked, and a second run then resumed in it beside this one. It
@@ -2636,6 +2633,10 @@ impl<'a> Loop<'a> {
         )))
     }
 
+    /// Saves the epoch's state to `path`, and as the last state of the
+    /// current model version (`v<k>.safetensors` beside it): the IR, the
+    /// run's record, the data order, the GEMM choices and an adaptive run's
+    /// state all in the one file, written atomically.
     fn save(&mut self, path: &Path, epoch: usize, run: &RunOptions) -> Result<()> {
         let trainer = self.adaptive.trainer();
         let mut meta: BTreeMap<String, String> = BTreeMap::from([

@@ -342,6 +342,9 @@
 // SIGTERM), nor an import's output.
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --profile %t/fifo --out %t/fifo-run 2>&1 | FileCheck %s --check-prefix=FIFOPROFILE
 // FIFOPROFILE: aicf: error: --profile {{.*}}fifo: not a regular file (a device, pipe or socket): an output is written to a file, and is not replaced
+// A device takes a trace as it is.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --profile /dev/null --out %t/devnull-run --no-runs-db --no-progress | FileCheck %s --check-prefix=DEVNULL
+// DEVNULL: final held-out accuracy
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --runs-db %t/fifo --out %t/fifo-run 2>&1 | FileCheck %s --check-prefix=FIFODB
 // FIFODB: aicf: error: --runs-db {{.*}}fifo: not a regular file
 // RUN: not aicf runs list --runs-db %t/fifo 2>&1 | FileCheck %s --check-prefix=FIFODB
@@ -351,7 +354,7 @@
 // (it was "a directory that holds no last.safetensors").
 // RUN: rm -rf %t/fifo-ck && mkdir -p %t/fifo-ck && mkfifo %t/fifo-ck/last.safetensors
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/fifo-ck --out %t/fifo-run 2>&1 | FileCheck %s --check-prefix=FIFOLAST
-// FIFOLAST: aicf: error: --checkpoint {{.*}}fifo-ck: its last.safetensors is not a regular file (a directory, device, pipe or a link to one)
+// FIFOLAST: aicf: error: --checkpoint {{.*}}fifo-ck: its last.safetensors is not a regular file (a directory, device, pipe, or a link to one or to nothing)
 // A file where the kernel cache's directory goes is named as such (it
 // was "File exists").
 // RUN: rm -rf %t/kc && mkdir -p %t/kc && touch %t/kc/kernels

@@ -18,10 +18,26 @@
 // RESUMED: epoch   2/2
 // RUN: cp -r %t/ck %t/ck8
 // RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --batch 8 --epochs 3 --out %t/run8 --checkpoint-dir %t/ck8 --resume --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=RESUMED8
+// RESUMED8-NOT: grown version
 // RESUMED8: note: {{.*}}last.safetensors: the checkpoint's model trained at 16 rows per batch; it goes on at 8
 // RESUMED8: note: the checkpoint's run took global batches of 16 rows a step, this one 8 (--batch, --accumulate, --nproc)
 // RESUMED8: training on 1438 examples (359 held out), batch 8, 180 steps per epoch
 // RESUMED8: epoch   3/3
+// A checkpoint a policy grew goes on at another batch too, and without
+// --batch at its own (both were "another model": the grown IR is no
+// retargeting of the file).
+// RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", width = 32, rule = "fresh", mask = 20, mask_delay = 3 }\n' > %t/mask.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --batch 16 --epochs 1 --adapt %t/mask.toml --checkpoint-dir %t/gck --out %t/g1 --no-runs-db --no-progress > /dev/null
+// RUN: cp -r %t/gck %t/gck16
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --adapt %t/mask.toml --checkpoint-dir %t/gck16 --resume --out %t/g16 --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=GROWN16
+// GROWN16: grown version
+// GROWN16: batch 16, 90 steps per epoch
+// GROWN16: epoch   2/2
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --batch 32 --adapt %t/mask.toml --checkpoint-dir %t/gck --resume --out %t/g32 --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=GROWN32
+// GROWN32: the checkpoint's model trained at 16 rows per batch; it goes on at 32
+// GROWN32: grown version
+// GROWN32: batch 32, 45 steps per epoch
+// GROWN32: epoch   2/2
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/ck/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVAL
 // EVAL: note: {{.*}}last.safetensors holds {{.*}}digits_mlp.mlir at 16 rows per batch: scoring the model it holds
 // EVAL: accuracy {{.*}} on 359 held-out rows

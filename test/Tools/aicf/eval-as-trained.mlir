@@ -30,6 +30,11 @@
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/edited/digits.csv --checkpoint %t/ckpt/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=EDITED
 // EDITED: note: {{.*}}edited/digits.csv: named as the data the checkpoint's run trained on, but its rows differ: scored as other data, all of it (the rows it trained on, if it holds them, too); the held-out figures need the data as it trained
 // EDITED: accuracy {{[0-9.]+}}% on 401 rows
+// Another file whose name only begins alike (a test split) is not said.
+// RUN: cp %t/edited/digits.csv %t/edited/digits.test.csv
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/edited/digits.test.csv --checkpoint %t/ckpt/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=TESTSPLIT
+// TESTSPLIT-NOT: named as the data
+// TESTSPLIT: accuracy {{[0-9.]+}}% on 401 rows
 // RUN: head -c 20000 %S/../../../data/tinyshakespeare.txt > %t/small.txt
 // RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/small.txt --epochs 1 --windows-per-epoch 32 --optimizer sgd --momentum 0.9 --lr 0.1 --no-runs-db --no-progress --out %t/lm --checkpoint-dir %t/lm-ckpt > /dev/null
 // RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/lm-ckpt/last.safetensors --tokens 5 --prompt "To be" --out %t/lm-sample 2>/dev/null | FileCheck %s --check-prefix=SAMPLE

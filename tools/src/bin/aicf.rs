@@ -711,7 +711,8 @@ fn checkpoints_in_dirs(command: &mut Command) -> Result<()> {
         // as such: "holds no last.safetensors" sent the user looking.)
         if std::fs::symlink_metadata(&last).is_ok() && !last.is_file() {
             return Err(format!(
-                "{flag} {}: its last.safetensors is not a regular file (a directory, device, pipe or a link to one)",
+                "{flag} {}: its last.safetensors is not a regular file (a directory, device, pipe, or a link to one \
+                 or to nothing)",
                 p.display()
             ));
         }
@@ -773,20 +774,30 @@ fn regular_inputs(command: &Command) -> Result<()> {
     // Files written in place, or as more than one file: a FIFO blocked the
     // process (past a SIGTERM) until something read it, and SQLite cannot
     // keep a registry in one.
-    let mut outputs: Vec<(&Path, &str)> = Vec::new();
+    // A trace is written to a device as it is (`--profile /dev/null`); only
+    // a pipe waits for a reader there.
+    use std::os::unix::fs::FileTypeExt;
+    let pipe = |m: &std::fs::Metadata| m.file_type().is_fifo() || m.file_type().is_socket();
+    let special = |m: &std::fs::Metadata| !m.is_file() && !m.is_dir();
+    let mut outputs: Vec<(&Path, &str, &dyn Fn(&std::fs::Metadata) -> bool)> = Vec::new();
     match command {
         Command::Train { profile, runs_db, .. } => {
-            outputs.extend(profile.as_deref().map(|p| (p, "--profile")));
-            outputs.extend(runs_db.as_deref().map(|p| (p, "--runs-db")));
+            outputs.extend(profile.as_deref().map(|p| (p, "--profile", &pipe as &dyn Fn(&std::fs::Metadata) -> bool)));
+            outputs
+                .extend(runs_db.as_deref().map(|p| (p, "--runs-db", &special as &dyn Fn(&std::fs::Metadata) -> bool)));
         }
         Command::Runs { runs_db, .. } | Command::Propose { runs_db, .. } => {
-            outputs.extend(runs_db.as_deref().map(|p| (p, "--runs-db")));
+            outputs
+                .extend(runs_db.as_deref().map(|p| (p, "--runs-db", &special as &dyn Fn(&std::fs::Metadata) -> bool)));
         }
-        Command::Import { output, .. } => outputs.extend(output.as_deref().map(|p| (p, "-o"))),
+        // (Its weights go beside it: /dev/null.weights.safetensors.)
+        Command::Import { output, .. } => {
+            outputs.extend(output.as_deref().map(|p| (p, "-o", &special as &dyn Fn(&std::fs::Metadata) -> bool)))
+        }
         _ => {}
     }
-    for (path, what) in outputs {
-        if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+    for (path, what, refused) in outputs {
+        if std::fs::metadata(path).is_ok_and(|m| refused(&m)) {
             return Err(format!(
                 "{what} {}: not a regular file (a device, pipe or socket): an output is written to a file, and is not \
                  replaced",
@@ -1010,7 +1021,10 @@ fn main() {
                     {
                         compile.momentum = v;
                     }
-                    if !given("weight_decay")
+                    // (Its meaning is the optimizer's: an L2 term for SGD
+                    // and Adam, decoupled for AdamW.)
+                    if same
+                        && !given("weight_decay")
                         && let Some(v) = number("weight_decay")
                     {
                         compile.weight_decay = v;
@@ -1081,9 +1095,10 @@ fn main() {
                         && compile.model.extension().is_none_or(|e| e != "onnx")
                         && let Some(ir) = meta.get(aicf_compiler::train::run::IR_KEY)
                         && let Ok(text) = aicf_compiler::train::read_model(&compile.model)
-                        && let Some(b) = aicf_compiler::pipeline::batch_of_same_model(
+                        && let Some(b) = aicf_compiler::pipeline::checkpoint_batch(
                             &text,
                             ir,
+                            recorded("model"),
                             &compile.model.display().to_string(),
                         )
                     {
