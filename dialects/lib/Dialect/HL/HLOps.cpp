@@ -126,8 +126,10 @@ LogicalResult hl::verifyKnownAttributes(Operation *op) {
   for (NamedAttribute a : op->getDiscardableAttrs()) {
     StringRef name = a.getName().strref();
     // A dialect's own discardable attribute (`ll.recomputed`), as MLIR's
-    // convention spells them.
-    if (name.contains('.'))
+    // convention spells them, and a symbol's visibility (which MLIR's
+    // symbol passes set on any symbol: --symbol-privatize).
+    if (name.contains('.') ||
+        name == SymbolTable::getVisibilityAttrName())
       continue;
     ArrayRef<StringAttr> known = info->getAttributeNames();
     InFlightDiagnostic diag = op->emitOpError()
