@@ -86,7 +86,7 @@ pub fn resolve(w: &WeightsRef, name: &str) -> Result<PathBuf> {
     } else {
         Path::new(name).parent().unwrap_or(Path::new("")).join(file)
     };
-    let found = file_hash(&path).map_err(|e| CompileError::Io {
+    let found = hash_once(&path).map_err(|e| CompileError::Io {
         path: path.display().to_string(),
         message: format!("the weights of {name}: {e}"),
     })?;
@@ -101,6 +101,33 @@ pub fn resolve(w: &WeightsRef, name: &str) -> Result<PathBuf> {
         });
     }
     Ok(path)
+}
+
+/// [`file_hash`] of `path`, hashed once per process while the file's
+/// size, modification time and inode stay as they were: a model's weights
+/// are checked each time one of its variants compiles or is found
+/// compiled (a smaller last batch, a held-out batch, a rewrite), and an
+/// imported GPT-2's half a gigabyte was read whole each time.
+fn hash_once(path: &Path) -> std::io::Result<String> {
+    use std::collections::HashMap;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Mutex;
+    type Seen = HashMap<PathBuf, ((u64, i64, i64, u64), String)>;
+    static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
+    let meta = std::fs::metadata(path)?;
+    let stamp = (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino());
+    let key = std::fs::canonicalize(path)?;
+    if let Ok(seen) = SEEN.lock()
+        && let Some((at, hash)) = seen.as_ref().and_then(|m| m.get(&key))
+        && *at == stamp
+    {
+        return Ok(hash.clone());
+    }
+    let hash = file_hash(path)?;
+    if let Ok(mut seen) = SEEN.lock() {
+        seen.get_or_insert_with(HashMap::new).insert(key, (stamp, hash.clone()));
+    }
+    Ok(hash)
 }
 
 /// What the `hl.weights` attribute of a module's text says, read from the
@@ -226,4 +253,23 @@ pub fn refresh_data_inits(module: mlir_sys::MlirOperation, grown: &[&str]) -> Re
         unsafe { mlir_sys::mlirOperationSetAttributeByName(op, crate::ffi::string_ref("init"), attr) };
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// A weights file is hashed once while it stays as it was, and again
+    /// once it changes (its size, here).
+    #[test]
+    fn a_weights_hash_is_kept_while_the_file_stays() {
+        let path = std::env::temp_dir().join(format!("aicf-weights-{}.safetensors", std::process::id()));
+        std::fs::write(&path, b"first").unwrap();
+        let first = super::hash_once(&path).unwrap();
+        assert_eq!(first, aicf_runtime::artifact::file_hash(&path).unwrap());
+        assert_eq!(super::hash_once(&path).unwrap(), first);
+        std::fs::write(&path, b"second, longer").unwrap();
+        let second = super::hash_once(&path).unwrap();
+        assert_ne!(second, first);
+        assert_eq!(second, aicf_runtime::artifact::file_hash(&path).unwrap());
+        let _ = std::fs::remove_file(&path);
+    }
 }
