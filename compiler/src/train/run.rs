@@ -1456,6 +1456,10 @@ fn fit_run(
     };
     let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, policy_starts, report)?;
     loop_.dir_lock = _lock;
+    loop_.dir_id = run.checkpoint_dir.as_ref().filter(|_| loop_.dir_lock.is_some()).and_then(|d| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(d).ok().map(|m| (m.dev(), m.ino()))
+    });
     if let Some(c) = &comm {
         if rank == 0 {
             c.barrier_within("waiting for rank 0 to compile the model", COMPILE_WAIT.max(c.timeout()))
@@ -1912,6 +1916,8 @@ struct Loop<'a> {
     /// The checkpoint directory's lock (rank 0's), checked before each
     /// save ([`Loop::reclaim_directory`]).
     dir_lock: Option<std::fs::File>,
+    /// The checkpoint directory the lock was taken in (device, inode).
+    dir_id: Option<(u64, u64)>,
     adaptive: Adaptive,
     sig: &'a Signature,
     data: &'a Dataset,
@@ -2084,6 +2090,7 @@ impl<'a> Loop<'a> {
             carried_policy: None,
             replay_until: None,
             dir_lock: None,
+            dir_id: None,
             changed: Vec::new(),
             comm,
             rank,
@@ -2625,12 +2632,21 @@ impl<'a> Loop<'a> {
                     .into(),
             ));
         }
+        // (Its lock file alone removed leaves the directory in place: the
+        // same directory as the lock's was made in.)
+        let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+        let same = self.dir_id.is_some() && id(dir) == self.dir_id;
         self.dir_lock = Some(fresh);
-        Ok(Some(format!(
-            "{}: the checkpoint directory was moved or removed during the run (its earlier checkpoints are where it \
-             went); the run goes on saving in it, locked again",
-            dir.display()
-        )))
+        self.dir_id = id(dir);
+        Ok(Some(if same {
+            format!("{}: the checkpoint directory's lock was removed during the run; it is locked again", dir.display())
+        } else {
+            format!(
+                "{}: the checkpoint directory was moved or removed during the run (its earlier checkpoints are \
+                 where it went); the run goes on saving in it, locked again",
+                dir.display()
+            )
+        }))
     }
 
     /// Saves the epoch's state to `path`, and as the last state of the
@@ -3381,6 +3397,11 @@ impl<'a> Loop<'a> {
                             suspend(bar.as_ref(), || report.note(&note));
                         }
                         self.save(path, epoch, run)?;
+                    }
+                    // (And after it: a save made the directory again where
+                    // it went between the check and the save.)
+                    if let Some(note) = self.reclaim_directory(path)? {
+                        suspend(bar.as_ref(), || report.note(&note));
                     }
                 } else {
                     self.saved_epoch = Some(epoch);
