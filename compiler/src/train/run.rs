@@ -2724,7 +2724,9 @@ impl<'a> Loop<'a> {
         // save that failed (a full disk) left prev the same file as last,
         // and the checkpoint before it was lost.
         let keep = match path.parent() {
-            Some(dir) if self.last_is_good && path.is_file() => keep_link(path, &dir.join(PREVIOUS)),
+            Some(dir) if self.last_is_good && path.is_file() => {
+                stage_link(path, &dir.join(PREVIOUS), false).ok().flatten()
+            }
             _ => None,
         };
         let saved = trainer.save_checkpoint_with(path, &meta, &extra).map_err(|e| self.save_failed(e, epoch, path));
@@ -2732,7 +2734,9 @@ impl<'a> Loop<'a> {
             match &saved {
                 // (A spare: a file system without links keeps none, rather
                 // than copy every epoch's checkpoint.)
-                Ok(_) => keep.commit(),
+                Ok(_) => {
+                    let _ = keep.commit();
+                }
                 Err(_) => drop(keep),
             }
         }
@@ -3856,34 +3860,49 @@ pub fn previous_checkpoint_note(checkpoint: &Path) -> Option<String> {
     ))
 }
 
-/// A link to the file `from` names, made beside `to` under a temporary
-/// name, that [`KeptLink::commit`] renames over `to` (dropped, it is
-/// removed): `to` is replaced only once what replaces `from` is saved.
-/// `None` where no link can be made.
-fn keep_link(from: &Path, to: &Path) -> Option<KeptLink> {
+/// A link to the file `from` names (or, with `copy`, a copy where links
+/// are not possible), made beside `to` under a temporary name, that
+/// [`KeptLink::commit`] renames over `to` (dropped, it is removed): `to`
+/// is replaced only once the caller says so. `None` where `from` is `to`.
+fn stage_link(from: &Path, to: &Path, copy: bool) -> Result<Option<KeptLink>> {
+    // The file a link names: a hard link to a symbolic `last` linked the
+    // link, and renaming it over `to`'s target left links to themselves
+    // where every checkpoint had been.
     let from = aicf_runtime::checkpoint::through_links(from);
     let to = aicf_runtime::checkpoint::through_links(to);
-    if super::same_path(&from, &to) || aicf_runtime::checkpoint::refuse_replacing_special(&to).is_err() {
-        return None;
+    if super::same_path(&from, &to) {
+        return Ok(None);
     }
+    aicf_runtime::checkpoint::refuse_replacing_special(&to)
+        .map_err(|message| TrainError::Io { path: to.clone(), message })?;
     aicf_runtime::checkpoint::remove_stale_partials(&to);
-    let tmp = to.with_extension(format!("partial{}", std::process::id()));
+    let tmp = partial_of(&to);
     let _ = std::fs::remove_file(&tmp);
-    std::fs::hard_link(&from, &tmp).ok()?;
-    Some(KeptLink { tmp, to })
+    let kept = KeptLink { tmp, to };
+    std::fs::hard_link(&from, &kept.tmp)
+        .or_else(|e| if copy { std::fs::copy(&from, &kept.tmp).map(|_| ()) } else { Err(e) })
+        .map_err(|e| TrainError::Io { path: kept.to.clone(), message: e.to_string() })?;
+    Ok(Some(kept))
 }
 
-/// See [`keep_link`].
+/// The temporary name [`stage_link`] makes `to`'s link under (`to` the
+/// file a link names).
+fn partial_of(to: &Path) -> PathBuf {
+    to.with_extension(format!("partial{}", std::process::id()))
+}
+
+/// See [`stage_link`].
 struct KeptLink {
     tmp: PathBuf,
     to: PathBuf,
 }
 
 impl KeptLink {
-    fn commit(mut self) {
-        if std::fs::rename(&self.tmp, &self.to).is_ok() {
-            self.tmp = PathBuf::new();
-        }
+    fn commit(mut self) -> Result<()> {
+        std::fs::rename(&self.tmp, &self.to)
+            .map_err(|e| TrainError::Io { path: self.to.clone(), message: e.to_string() })?;
+        self.tmp = PathBuf::new();
+        Ok(())
     }
 }
 
@@ -3898,27 +3917,10 @@ impl Drop for KeptLink {
 /// Links `from` as `to` (or, with `copy`, copies it where links are not
 /// possible), replacing `to` atomically.
 fn link_or_copy(from: &Path, to: &Path, copy: bool) -> Result<()> {
-    // The file a link names: a hard link to a symbolic `last` linked the
-    // link, and renaming it over `to`'s target left links to themselves
-    // where every checkpoint had been.
-    let from = &aicf_runtime::checkpoint::through_links(from);
-    let to = &aicf_runtime::checkpoint::through_links(to);
-    if super::same_path(from, to) {
-        return Ok(());
-    }
-    aicf_runtime::checkpoint::refuse_replacing_special(to)
-        .map_err(|message| TrainError::Io { path: to.to_path_buf(), message })?;
-    aicf_runtime::checkpoint::remove_stale_partials(to);
-    let tmp = to.with_extension(format!("partial{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let _guard = aicf_runtime::checkpoint::PartialGuard::new(&tmp);
-    std::fs::hard_link(from, &tmp)
-        .or_else(|e| if copy { std::fs::copy(from, &tmp).map(|_| ()) } else { Err(e) })
-        .and_then(|_| std::fs::rename(&tmp, to))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            TrainError::Io { path: to.to_path_buf(), message: e.to_string() }
-        })
+    // (Named before a copy, which may take a while.)
+    let _guard = aicf_runtime::checkpoint::PartialGuard::new(&partial_of(&aicf_runtime::checkpoint::through_links(to)));
+    let Some(kept) = stage_link(from, to, copy)? else { return Ok(()) };
+    kept.commit()
 }
 
 /// What `@loss` takes for `examples` at train step `step` (before the

@@ -776,28 +776,27 @@ fn regular_inputs(command: &Command) -> Result<()> {
     // keep a registry in one.
     // A trace is written to a device as it is (`--profile /dev/null`); only
     // a pipe waits for a reader there.
+    // (`devices`: whether a device is refused too.)
     use std::os::unix::fs::FileTypeExt;
-    let pipe = |m: &std::fs::Metadata| m.file_type().is_fifo() || m.file_type().is_socket();
-    let special = |m: &std::fs::Metadata| !m.is_file() && !m.is_dir();
-    let mut outputs: Vec<(&Path, &str, &dyn Fn(&std::fs::Metadata) -> bool)> = Vec::new();
+    let mut outputs: Vec<(&Path, &str, bool)> = Vec::new();
     match command {
         Command::Train { profile, runs_db, .. } => {
-            outputs.extend(profile.as_deref().map(|p| (p, "--profile", &pipe as &dyn Fn(&std::fs::Metadata) -> bool)));
-            outputs
-                .extend(runs_db.as_deref().map(|p| (p, "--runs-db", &special as &dyn Fn(&std::fs::Metadata) -> bool)));
+            outputs.extend(profile.as_deref().map(|p| (p, "--profile", false)));
+            outputs.extend(runs_db.as_deref().map(|p| (p, "--runs-db", true)));
         }
         Command::Runs { runs_db, .. } | Command::Propose { runs_db, .. } => {
-            outputs
-                .extend(runs_db.as_deref().map(|p| (p, "--runs-db", &special as &dyn Fn(&std::fs::Metadata) -> bool)));
+            outputs.extend(runs_db.as_deref().map(|p| (p, "--runs-db", true)));
         }
         // (Its weights go beside it: /dev/null.weights.safetensors.)
-        Command::Import { output, .. } => {
-            outputs.extend(output.as_deref().map(|p| (p, "-o", &special as &dyn Fn(&std::fs::Metadata) -> bool)))
-        }
+        Command::Import { output, .. } => outputs.extend(output.as_deref().map(|p| (p, "-o", true))),
         _ => {}
     }
-    for (path, what, refused) in outputs {
-        if std::fs::metadata(path).is_ok_and(|m| refused(&m)) {
+    for (path, what, devices) in outputs {
+        let refused = |m: std::fs::Metadata| {
+            let t = m.file_type();
+            t.is_fifo() || t.is_socket() || (devices && !m.is_file() && !m.is_dir())
+        };
+        if std::fs::metadata(path).is_ok_and(refused) {
             return Err(format!(
                 "{what} {}: not a regular file (a device, pipe or socket): an output is written to a file, and is not \
                  replaced",
@@ -963,13 +962,15 @@ fn main() {
             let tables = !data.iter().any(|p| aicf_compiler::train::data::is_text(p))
                 && data.iter().all(|p| aicf_compiler::train::data::is_rows(p));
             if let Some(c) = &checkpoint {
+                // (Read once: a record that does not read is said below.)
+                let meta = aicf_runtime::checkpoint::read_metadata(c).ok();
                 // A text's windows an epoch and held-out windows scored go
                 // on as the checkpoint's run had them unless given (an
                 // epoch of 320 windows became the whole text's 13942). A
                 // text run's checkpoint given to a run on a table (another
                 // model: refused below, by the checkpoint's record) sets
                 // neither.
-                if let Ok(meta) = aicf_runtime::checkpoint::read_metadata(c)
+                if let Some(meta) = &meta
                     && !tables
                 {
                     let recorded = |k: &str| meta.get(k).and_then(|v| v.parse::<usize>().ok());
@@ -999,7 +1000,7 @@ fn main() {
                 // given goes on only where it is the checkpoint's (or with
                 // --override-resume). A value the record does not read as
                 // is left to that check to name.
-                if let Ok(meta) = aicf_runtime::checkpoint::read_metadata(c) {
+                if let Some(meta) = &meta {
                     let recorded = |k: &str| meta.get(k).map(String::as_str);
                     let number = |k: &str| recorded(k).and_then(|v| v.parse::<f64>().ok());
                     if !given("optimizer")
