@@ -213,6 +213,101 @@ fn temporaries(dir: &std::path::Path) -> Vec<PathBuf> {
     found
 }
 
+/// A compile whose artifact does not fit the disk leaves an earlier
+/// artifact in its `-o` as it was: the artifact is compiled beside it and
+/// moved into place whole. Written into `-o` directly, the new kernels
+/// replaced the old before the manifest failed, a mix that loaded no more.
+/// A deep chain of one layer's kernels has a manifest (a call per layer)
+/// larger than its library, so a limit between the two fails the manifest.
+#[test]
+fn a_failed_compile_keeps_the_earlier_artifact() {
+    let dir = scratch("compile-full-disk");
+    std::fs::create_dir_all(&dir).unwrap();
+    let layers = 40;
+    let chain = (0..layers)
+        .map(|i| {
+            let input = if i == 0 { "%x".to_string() } else { format!("%a{}", i - 1) };
+            format!(
+                "  %w{i} = hl.get_param @l{i}.weight : tensor<16x16xf32>\n  %h{i} = hl.matmul {input}, %w{i} : \
+                 tensor<8x16xf32>, tensor<16x16xf32>\n  %a{i} = hl.relu %h{i} : tensor<8x16xf32>\n"
+            )
+        })
+        .collect::<String>();
+    let params = (0..layers)
+        .map(|i| {
+            format!("hl.param @l{i}.weight : tensor<16x16xf32> owner \"l{i}\" init <kaiming_uniform, gain = 0.5>\n")
+        })
+        .collect::<String>();
+    let last = format!("%a{}", layers - 1);
+    let deep = dir.join("deep.mlir");
+    std::fs::write(
+        &deep,
+        format!(
+            "{params}\nfunc.func @forward(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {{\n{chain}  return {last} : \
+             tensor<8x16xf32>\n}}\n\nfunc.func @loss(%x: tensor<8x16xf32>, %labels: tensor<8xi32>) -> tensor<f32> \
+             {{\n{chain}  %loss = hl.cross_entropy {last}, %labels : tensor<8x16xf32>, tensor<8xi32>\n  return %loss : \
+             tensor<f32>\n}}\n"
+        ),
+    )
+    .unwrap();
+    let art = dir.join("art");
+    let compile = |model: &std::path::Path, limit_kib: Option<u32>| {
+        let limit = limit_kib.map_or(String::new(), |k| format!("trap '' XFSZ; ulimit -f {k}; "));
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!("{limit}exec \"$@\""))
+            .arg("aicf")
+            .arg(env!("CARGO_BIN_EXE_aicf"))
+            .arg("compile")
+            .arg(model)
+            .arg("-o")
+            .arg(&art)
+            .env("AICF_CACHE_DIR", dir.join("cache"))
+            .output()
+            .unwrap()
+    };
+    let first = compile(std::path::Path::new("../examples/mlp/digits_mlp.mlir"), None);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let files = |d: &PathBuf| {
+        let mut f: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        f.sort();
+        f
+    };
+    let before = files(&art);
+    let manifest = |f: &[(String, Vec<u8>)]| {
+        f.iter().find(|(n, _)| n == "manifest.json").map(|(_, b)| String::from_utf8_lossy(b).into_owned()).unwrap()
+    };
+    assert!(manifest(&before).contains("fc1.weight"));
+    let left = || -> Vec<String> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("partial"))
+            .collect()
+    };
+    let full = compile(&deep, Some(300));
+    let err = String::from_utf8_lossy(&full.stderr);
+    assert_eq!(full.status.code(), Some(1), "an error, not a signal: {err}");
+    // Named as -o's file, with what is kept.
+    assert!(err.contains(&format!("{}: File too large", art.join("manifest.json").display())), "{err}");
+    assert!(err.contains("the earlier artifact in") && err.contains("is kept as it was"), "{err}");
+    assert!(!err.contains("partial") && !err.contains("panicked"), "{err}");
+    assert_eq!(files(&art), before, "the earlier artifact is kept byte for byte");
+    assert_eq!(left(), Vec::<String>::new(), "no staging directory is left");
+    // With room, the new artifact takes its place whole.
+    let roomy = compile(&deep, None);
+    assert!(roomy.status.success(), "{}", String::from_utf8_lossy(&roomy.stderr));
+    let after = files(&art);
+    assert!(manifest(&after).contains("l39.weight") && !manifest(&after).contains("fc1.weight"));
+    assert_eq!(left(), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A full disk, as the file system reports it to a writer: no write may
 /// pass a size limit (RLIMIT_FSIZE with SIGXFSZ ignored, so a write past
 /// it fails with EFBIG as one past a full disk fails with ENOSPC; no root

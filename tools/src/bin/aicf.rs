@@ -2968,6 +2968,73 @@ fn model_from_stdin() -> Result<String> {
     })
 }
 
+/// A directory beside an artifact's `-o` that the compile writes into,
+/// then takes the artifact's place (removed if the compile fails).
+struct Staged {
+    dir: PathBuf,
+}
+
+impl Staged {
+    /// None where `out` is a link or a mount point, or its parent takes no
+    /// new directory: the artifact is then written into `out` as it is.
+    fn beside(out: &Path) -> Option<Staged> {
+        let meta = std::fs::symlink_metadata(out).ok()?;
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        use std::os::unix::fs::MetadataExt;
+        if !meta.is_dir() || std::fs::metadata(parent).is_ok_and(|p| p.dev() != meta.dev()) {
+            return None;
+        }
+        let name = out.file_name()?.to_string_lossy().into_owned();
+        let short = if name.len() > 200 { "artifact".to_string() } else { name };
+        let prefix = format!(".{short}.partial-");
+        // (One a killed compile left is removed: its process is gone.)
+        for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let pid = file.strip_prefix(&prefix).map(|p| p.trim_end_matches(".old"));
+            if let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok())
+                && !Path::new(&format!("/proc/{pid}")).exists()
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = out.with_file_name(format!("{prefix}{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).ok()?;
+        Some(Staged { dir })
+    }
+
+    /// Puts the compiled artifact where `out` is: an empty `out` is
+    /// removed first, an earlier artifact moved aside and removed after.
+    fn replace(&self, out: &Path) -> std::result::Result<(), String> {
+        let aside =
+            self.dir.with_file_name(format!("{}.old", self.dir.file_name().unwrap_or_default().to_string_lossy()));
+        let moved = match std::fs::remove_dir(out) {
+            Ok(()) => false,
+            Err(_) => {
+                std::fs::rename(out, &aside)
+                    .map_err(|e| format!("{}: could not move the earlier artifact aside: {e}", out.display()))?;
+                true
+            }
+        };
+        if let Err(e) = std::fs::rename(&self.dir, out) {
+            if moved {
+                let _ = std::fs::rename(&aside, out);
+            }
+            return Err(format!("{}: could not put the compiled artifact in place: {e}", out.display()));
+        }
+        if moved {
+            let _ = std::fs::remove_dir_all(&aside);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 fn run_compile(
     c: &ModelArgs,
     output: Option<PathBuf>,
@@ -3066,18 +3133,42 @@ fn run_compile(
             return Err(format!("{}: {e} (-o: give a place this user can write the artifact)", out.display()));
         }
         let started = Instant::now();
+        // Compiled beside -o and moved into place whole: a compile that
+        // fails (a full disk, a kernel that does not build) leaves an
+        // earlier artifact there as it was. Written into it, its kernels
+        // were replaced before its manifest, a mix that loaded no more.
+        let staged = Staged::beside(&out);
+        let into = staged.as_ref().map_or(out.as_path(), |s| s.dir.as_path());
         let target = match target {
-            Target::Cpu => pipeline::Target::Cpu(KernelCache::new(KernelCache::default_dir(&out))),
+            Target::Cpu => pipeline::Target::Cpu(KernelCache::new(KernelCache::default_dir(into))),
             Target::Cuda => pipeline::Target::Cuda(GpuOptions::default()),
         };
-        let compiled = pipeline::compile_source(&source, &name, &options, batch, &target, &out).map_err(|e| {
-            // (A directory this command made for an artifact it did not
-            // write is not left behind.)
-            if made {
-                let _ = std::fs::remove_dir_all(&out);
-            }
-            e.to_string()
-        })?;
+        let earlier = out.join("manifest.json").exists();
+        let compiled = pipeline::compile_source(&source, &name, &options, batch, &target, into)
+            .map_err(|e| match &staged {
+                // (Named as -o's files: the staging directory is gone.)
+                Some(s) => {
+                    let e = e.to_string().replace(&s.dir.display().to_string(), &out.display().to_string());
+                    if earlier {
+                        format!("{e}\n(the earlier artifact in {} is kept as it was)", out.display())
+                    } else {
+                        e
+                    }
+                }
+                None => e.to_string(),
+            })
+            .and_then(|compiled| match &staged {
+                Some(s) => s.replace(&out).map(|()| compiled),
+                None => Ok(compiled),
+            })
+            .map_err(|e| {
+                // (A directory this command made for an artifact it did not
+                // write is not left behind.)
+                if made {
+                    let _ = std::fs::remove_dir_all(&out);
+                }
+                e
+            })?;
         let manifest = &compiled.manifest;
         let seconds = started.elapsed().as_secs_f64();
         if let pipeline::Target::Cuda(_) = target {
