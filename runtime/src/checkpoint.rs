@@ -82,19 +82,24 @@ pub fn remove_stale_partials(path: &Path) {
     }
 }
 
-/// The temporary file a save in progress writes (a NUL-terminated path
+/// The temporary files a save in progress writes (NUL-terminated paths
 /// [`PartialGuard`] allocated), for the handler of
-/// [`remove_partial_on_signal`] to remove.
+/// [`remove_partial_on_signal`] to remove: a save holds two at once (the
+/// new checkpoint, and the link that makes the last one `prev` once it is
+/// written, which held a checkpoint's space after a Ctrl-C).
 #[cfg(unix)]
-static WRITING: std::sync::atomic::AtomicPtr<libc::c_char> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+static WRITING: [std::sync::atomic::AtomicPtr<libc::c_char>; 4] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; 4];
 
-/// Names `tmp` as the file being written until the guard drops, so that a
+/// Names `tmp` as a file being written until the guard drops, so that a
 /// SIGINT, SIGTERM or SIGHUP in between removes it (where the program
-/// installed [`remove_partial_on_signal`]); one save at a time is named,
-/// the latest.
+/// installed [`remove_partial_on_signal`]); up to four at a time are named,
+/// and past that the latest takes the last one's place.
 pub struct PartialGuard {
     #[cfg(unix)]
     path: *mut libc::c_char,
+    #[cfg(unix)]
+    slot: usize,
 }
 
 impl PartialGuard {
@@ -102,12 +107,23 @@ impl PartialGuard {
         #[cfg(unix)]
         {
             use std::os::unix::ffi::OsStrExt;
+            use std::sync::atomic::Ordering::SeqCst;
             let path =
                 std::ffi::CString::new(tmp.as_os_str().as_bytes()).map_or(std::ptr::null_mut(), |c| c.into_raw());
+            let last = WRITING.len() - 1;
+            let mut slot = last;
             if !path.is_null() {
-                WRITING.store(path, std::sync::atomic::Ordering::SeqCst);
+                match WRITING
+                    .iter()
+                    .position(|w| w.compare_exchange(std::ptr::null_mut(), path, SeqCst, SeqCst).is_ok())
+                {
+                    Some(free) => slot = free,
+                    // (The path it replaces stays allocated: its guard
+                    // finds the slot taken.)
+                    None => WRITING[last].store(path, SeqCst),
+                }
             }
-            PartialGuard { path }
+            PartialGuard { path, slot }
         }
         #[cfg(not(unix))]
         {
@@ -122,7 +138,8 @@ impl Drop for PartialGuard {
         #[cfg(unix)]
         {
             use std::sync::atomic::Ordering::SeqCst;
-            if !self.path.is_null() && WRITING.compare_exchange(self.path, std::ptr::null_mut(), SeqCst, SeqCst).is_ok()
+            if !self.path.is_null()
+                && WRITING[self.slot].compare_exchange(self.path, std::ptr::null_mut(), SeqCst, SeqCst).is_ok()
             {
                 // SAFETY: allocated by `CString::into_raw` in `new`, and no
                 // longer reachable from `WRITING`.
@@ -255,13 +272,15 @@ extern "C" fn remove_partial(signal: libc::c_int) {
             return;
         }
     }
-    let path = WRITING.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
-    // SAFETY: a NUL-terminated path from `PartialGuard::new`, never freed
+    // SAFETY: NUL-terminated paths from `PartialGuard::new`, never freed
     // once taken from `WRITING`; unlink, write, signal and raise are
     // async-signal-safe.
     unsafe {
-        if !path.is_null() {
-            libc::unlink(path);
+        for slot in &WRITING {
+            let path = slot.swap(std::ptr::null_mut(), SeqCst);
+            if !path.is_null() {
+                libc::unlink(path);
+            }
         }
         if INTERRUPTIBLE.load(SeqCst) > 0 {
             // (The first signal's stop would have said where the run
@@ -755,6 +774,33 @@ mod tests {
         std::fs::write(&path, u64::MAX.to_le_bytes()).unwrap();
         assert!(load(&path).is_err() && read_metadata(&path).is_err());
         let _ = std::fs::remove_file(&path);
+    }
+
+    /// The files a signal's handler removes: every guard's while it lives
+    /// (a save holds two: the new checkpoint and the staged `prev` link,
+    /// which was not named), none once they drop.
+    #[cfg(unix)]
+    #[test]
+    fn every_living_guard_names_its_file() {
+        let named = || -> Vec<String> {
+            WRITING
+                .iter()
+                .map(|w| w.load(std::sync::atomic::Ordering::SeqCst))
+                .filter(|p| !p.is_null())
+                // SAFETY: paths of guards alive in this test.
+                .map(|p| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
+                .collect()
+        };
+        let first = PartialGuard::new(Path::new("/nowhere/last.partial1"));
+        let second = PartialGuard::new(Path::new("/nowhere/prev.partial1"));
+        let both = named();
+        assert!(both.contains(&"/nowhere/last.partial1".to_string()), "{both:?}");
+        assert!(both.contains(&"/nowhere/prev.partial1".to_string()), "{both:?}");
+        drop(first);
+        assert!(!named().contains(&"/nowhere/last.partial1".to_string()));
+        assert!(named().contains(&"/nowhere/prev.partial1".to_string()));
+        drop(second);
+        assert!(!named().iter().any(|p| p.starts_with("/nowhere/")));
     }
 
     /// The same signal twice at once (`timeout` signals its command, then

@@ -3878,7 +3878,10 @@ fn stage_link(from: &Path, to: &Path, copy: bool) -> Result<Option<KeptLink>> {
     aicf_runtime::checkpoint::remove_stale_partials(&to);
     let tmp = partial_of(&to);
     let _ = std::fs::remove_file(&tmp);
-    let kept = KeptLink { tmp, to };
+    // (Named for a signal's handler to remove: held through a save, it
+    // kept the checkpoint before the last alive after a Ctrl-C.)
+    let guard = aicf_runtime::checkpoint::PartialGuard::new(&tmp);
+    let kept = KeptLink { tmp, to, _guard: guard };
     std::fs::hard_link(&from, &kept.tmp)
         .or_else(|e| if copy { std::fs::copy(&from, &kept.tmp).map(|_| ()) } else { Err(e) })
         .map_err(|e| TrainError::Io { path: kept.to.clone(), message: e.to_string() })?;
@@ -3895,6 +3898,7 @@ fn partial_of(to: &Path) -> PathBuf {
 struct KeptLink {
     tmp: PathBuf,
     to: PathBuf,
+    _guard: aicf_runtime::checkpoint::PartialGuard,
 }
 
 impl KeptLink {
