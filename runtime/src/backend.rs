@@ -310,6 +310,26 @@ pub trait Backend {
         }
         let params: std::collections::HashSet<&str> =
             self.manifest().symbols.iter().filter(|q| q.kind == "param").map(|q| q.name.as_str()).collect();
+        // Another optimizer's state, where the train step's optimizer keeps
+        // none of that kind (Adam's moments for SGD): refused as the
+        // reverse is (they were dropped without a word, while SGD's
+        // momentum for Adam was refused).
+        if state
+            && let Some(other) = entries.keys().find(|name| {
+                name.rsplit_once('.')
+                    .is_some_and(|(param, slot)| params.contains(param) && OPTIMIZER_SLOTS.contains(&slot))
+                    && !self.manifest().symbols.iter().any(|q| &q.name == *name)
+            })
+        {
+            return Err(CheckpointError::Mismatch {
+                path: p,
+                message: format!(
+                    "it holds optimizer state {other}, which this train step's optimizer does not keep (saved with \
+                     another optimizer?); {FRESH_OPTIMIZER}"
+                ),
+            }
+            .into());
+        }
         for s in &self.manifest().symbols {
             // A checkpoint of an fp32 or bf16 run continues in fp16 from the
             // initial loss scale.
@@ -327,7 +347,10 @@ pub trait Backend {
                 path: p.clone(),
                 message: match (s.kind.as_str(), slot) {
                     ("param", _) => format!("it has no parameter {} (a checkpoint of another model?)", s.name),
-                    (_, true) => format!("it has no optimizer state {} (saved with another optimizer?)", s.name),
+                    (_, true) => format!(
+                        "it has no optimizer state {} (saved with another optimizer?); {FRESH_OPTIMIZER}",
+                        s.name
+                    ),
                     _ => format!("it has no model state {} (a checkpoint of another model?)", s.name),
                 },
             })?;
@@ -371,6 +394,15 @@ pub trait Backend {
         Ok(metadata)
     }
 }
+
+/// The slots optimizers keep per parameter (`fc1.weight.exp_avg`): SGD's
+/// momentum, Adam's moments.
+pub const OPTIMIZER_SLOTS: [&str; 3] = ["momentum", "exp_avg", "exp_avg_sq"];
+
+/// How to go on from a checkpoint of another optimizer's run, said where
+/// its state does not fit.
+const FRESH_OPTIMIZER: &str = "its parameters load with this optimizer's state started afresh by \
+                               `Trainer::load_parameters` (`aicf train --resume --override-resume`)";
 
 /// The first element of `bytes` (little-endian values of `dtype`) that is
 /// a NaN or an infinity; integers have none.

@@ -285,16 +285,15 @@ pub(crate) fn input_mismatch(f: &Function, inputs: &[&Tensor]) -> Option<String>
 /// ran, returned a normal-looking loss and left every parameter NaN (the
 /// `Trainer` checked, a program on the runtime alone did not). Infinities
 /// pass (an additive mask holds -inf), and other functions compute on NaN
-/// as IEEE says.
+/// as IEEE says. A finite value past the float type's range is refused by
+/// every function: it would arrive as an infinity.
 pub(crate) fn check_integer_inputs(f: &Function, inputs: &[&Tensor]) -> std::result::Result<(), String> {
     let expected = f.args.iter().filter(|a| a.role() == Role::Input);
     let trains = f.name.starts_with("train_");
     for (i, (a, t)) in expected.zip(inputs).enumerate() {
         if matches!(a.dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
-            if !trains {
-                continue;
-            }
-            if a.bind == "lr"
+            if trains
+                && a.bind == "lr"
                 && let Some(&v) = t.values.iter().find(|v| !(v.is_finite() && **v >= 0.0))
             {
                 return Err(format!(
@@ -311,7 +310,11 @@ pub(crate) fn check_integer_inputs(f: &Function, inputs: &[&Tensor]) -> std::res
                 DType::F16 => half::f16::MAX.to_f64(),
                 _ => f64::MAX,
             };
-            if let Some(at) = t.values.iter().position(|v| v.is_nan() || (v.is_finite() && v.abs() > most)) {
+            // Other functions compute on NaN as IEEE says, but a value past
+            // the range is no value of the type (`predict` on 1e40 gave NaN,
+            // where the step refused it).
+            if let Some(at) = t.values.iter().position(|v| (trains && v.is_nan()) || (v.is_finite() && v.abs() > most))
+            {
                 let v = t.values[at];
                 return Err(if v.is_nan() {
                     format!("input #{i} ({}) holds NaN at index {at} (of shape {:?}); nothing was run", a.bind, t.shape)

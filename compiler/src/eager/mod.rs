@@ -1125,6 +1125,7 @@ impl Tensor {
         }
         host_dtype(nn_dtype(host.dtype)?)?;
         check_integers(host.dtype, &host.values)?;
+        check_float_range(host.dtype, &host.values)?;
         let data = bytes_of(&host)?;
         Ok(Tensor::leaf(host.shape, host.dtype, Storage::Host(HostBuf::new(data)), false))
     }
@@ -1842,6 +1843,26 @@ fn check_integers(dtype: HostDType, values: &[f64]) -> Result<()> {
         Some(k) => {
             Err(EagerError::Invalid(format!("value {k} is {}, not a whole number a {dtype:?} tensor holds", values[k])))
         }
+        None => Ok(()),
+    }
+}
+
+/// Given values for a float tensor: a finite one past its type's range
+/// would be stored as an infinity, another number than the one given (the
+/// compiled runtime refuses it too). An update's overflow is not refused
+/// here: its loss says it.
+fn check_float_range(dtype: HostDType, values: &[f64]) -> Result<()> {
+    let most = match dtype {
+        HostDType::F32 => f32::MAX as f64,
+        HostDType::BF16 => half::bf16::MAX.to_f64(),
+        HostDType::F16 => half::f16::MAX.to_f64(),
+        _ => return Ok(()),
+    };
+    match values.iter().position(|v| v.is_finite() && v.abs() > most) {
+        Some(k) => Err(EagerError::Invalid(format!(
+            "value {k} is {:e}, beyond {dtype:?}'s range ({most:e}): it would be an infinity",
+            values[k]
+        ))),
         None => Ok(()),
     }
 }

@@ -645,9 +645,11 @@ impl Tensor {
         }
         // The label's term by `hl.cross_entropy` itself (its kernel checks
         // every label against the classes), the uniform term beside it over
-        // the same counted positions, summed and counted in f32.
+        // the same counted positions, summed and counted in f32 (in f64 for
+        // f64 logits: it lost the loss's digits past f32's).
         let nll = self.cross_entropy(labels, reduction, ignore_index)?;
-        let uniform = self.log_softmax(-1)?.mean(&[-1], false)?.neg()?.cast(DType::F32)?;
+        let wide = if self.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
+        let uniform = self.log_softmax(-1)?.mean(&[-1], false)?.neg()?.cast(wide)?;
         let (uniform, counted) = match ignore_index {
             Some(i) => {
                 let ignored = labels.compare(Compare::Eq, &labels.scalar(i as f64)?)?;

@@ -2219,7 +2219,34 @@ impl<'a> Loop<'a> {
             self.versions = serde_json::from_str(v).map_err(|e| corrupt(format!("{VERSIONS_KEY}: {e}")))?;
         }
         // (At another batch, the tensors are checked by name and shape.)
-        self.adaptive.trainer_mut().load_checkpoint_of(path, !other_batch, true)?;
+        // An optimizer switched under --override-resume (SGD to Adam, SGD's
+        // momentum turned on or off) keeps other state than the
+        // checkpoint's: its parameters go on under this run's optimizer
+        // started afresh (SGD to Adam was refused after the compile, for
+        // want of Adam's moments; Adam to SGD dropped them unsaid).
+        let ours = |k: &str| self.record.iter().find(|(key, _)| *key == k).map(|(_, v)| v.as_str());
+        let slots = |optimizer: Option<&str>, momentum: Option<&str>| -> String {
+            match optimizer {
+                Some("sgd") if momentum.and_then(|m| m.parse::<f64>().ok()).is_some_and(|m| m > 0.0) => {
+                    "SGD with momentum".into()
+                }
+                Some("sgd") => "SGD".into(),
+                Some("adam" | "adamw") => "Adam".into(),
+                other => other.unwrap_or("no optimizer").into(),
+            }
+        };
+        let theirs = slots(meta.get("optimizer").map(String::as_str), meta.get("momentum").map(String::as_str));
+        let mine = slots(ours("optimizer"), ours("momentum"));
+        if run.override_resume && meta.contains_key("optimizer") && theirs != mine {
+            self.adaptive.trainer_mut().load_parameters(path, !other_batch)?;
+            report.note(&format!(
+                "{}: the checkpoint holds {theirs}'s state; this run's {mine} starts afresh on its parameters (no \
+                 optimizer state carried)",
+                path.display()
+            ));
+        } else {
+            self.adaptive.trainer_mut().load_checkpoint_of(path, !other_batch, true)?;
+        }
         // A text's windows an epoch and held-out windows scored: another
         // number is allowed, and said (it changed without a word).
         let recorded = |key: &str| meta.get(key).zip(self.data.metadata.get(key)).filter(|(a, b)| a != b);

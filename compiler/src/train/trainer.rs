@@ -106,10 +106,13 @@ pub struct Options {
     /// default) for products on the CPU and direct kernels on a GPU, where
     /// the products are not yet measured.
     pub conv_as_gemm: Option<bool>,
-    /// Whether each train step first scans its inputs for NaN (refused:
-    /// the step would make every parameter NaN); on by default. The
-    /// training loop turns it off: its data loader refused non-finite
-    /// values already, and the scan is a pass over every batch.
+    /// Whether each train step scans its inputs itself, for NaN (refused:
+    /// the step would make every parameter NaN) and for an infinity to name
+    /// where the loss comes out NaN; on by default. The training loop turns
+    /// it off: its data loader refused non-finite values already, and the
+    /// scan is a pass over every batch. Off, the runtime still refuses a
+    /// NaN or a value past the type's range in a train step's inputs (its
+    /// own check, on every call).
     pub check_inputs: bool,
 }
 
@@ -570,7 +573,13 @@ impl Trainer {
     }
 
     /// Replaces every symbol's value with `state`'s (which must hold each
-    /// symbol with its shape); nothing changes when it does not fit.
+    /// symbol with its shape); nothing changes when it does not fit. The
+    /// trainer's step count ([`Trainer::steps`]: a checkpoint's `step`,
+    /// dropout's offsets) is not a symbol and stays; an optimizer's `step`
+    /// symbol is its bias correction's count, which may differ (reset with
+    /// its moments). Carrying a run from elsewhere (an eager
+    /// [`crate::eager::optim::Optim::state`]), give its count to
+    /// [`Trainer::set_steps`] too.
     pub fn set_state(&mut self, state: &BTreeMap<String, Tensor>) -> Result<()> {
         for s in self.backend.manifest().symbols.iter().filter(|s| !s.is_accumulator()) {
             match state.get(&s.name) {
@@ -1115,6 +1124,24 @@ impl Trainer {
         self.load_checkpoint_of(path, true, true)
     }
 
+    /// A checkpoint's parameters and model state (a batch norm's running
+    /// statistics), with this trainer's optimizer started afresh (moments
+    /// zero, its bias correction's count 0), as a new PyTorch optimizer over
+    /// loaded weights: a checkpoint of a run with another optimizer (SGD's
+    /// momentum, Adam's moments) goes on under this one. With `same_ir`
+    /// false, of this model at another batch size. The step count is the
+    /// checkpoint's; returns its metadata.
+    pub fn load_parameters(&mut self, path: &Path, same_ir: bool) -> Result<BTreeMap<String, String>> {
+        let before = self.state();
+        let metadata = self.load_checkpoint_of(path, same_ir, false)?;
+        if let Err(e) = super::adapt::rewrite::reset_optimizer_state(self) {
+            // (Nothing half loaded: the state before is put back.)
+            let _ = self.set_state(&before);
+            return Err(e);
+        }
+        Ok(metadata)
+    }
+
     /// [`Trainer::load_checkpoint`]; with `same_ir` false, of this model at
     /// another batch size (its IR hash is the other batch's): the tensors
     /// checked and loaded by name. Without `state`, for evaluation, the
@@ -1138,7 +1165,16 @@ impl Trainer {
                 }
             },
         };
-        let metadata = self.backend.load_checkpoint_of(path, same_ir, state)?;
+        let metadata = self.backend.load_checkpoint_of(path, same_ir, state).map_err(|e| match e {
+            // (Another batch's IR hash is another: said with the way.)
+            RuntimeError::Checkpoint(aicf_runtime::checkpoint::CheckpointError::OtherModel { .. }) => {
+                TrainError::Input(format!(
+                    "{e}; of this model at another batch size, `load_checkpoint_of(path, false, ..)` loads its \
+                     tensors by name"
+                ))
+            }
+            e => e.into(),
+        })?;
         if let Some(step) = step {
             self.steps = step;
         }

@@ -306,6 +306,26 @@ fn contractions_normalisation_and_losses_have_the_gradients_of_finite_difference
     let want_smoothed = [0usize, 1, 3].iter().map(|&r| (1.0 - e) * want[r] + e * uniform[r]).sum::<f64>() / 3.0;
     assert!((smoothed - want_smoothed).abs() < 1e-5, "label smoothing {smoothed} against {want_smoothed}");
     assert!(logits.cross_entropy_smoothed(&labels3, eager::Reduction::Mean, Some(-100), 1.5).is_err());
+    // In f64 to f64's digits (its uniform term was counted in f32: 1e-8
+    // off, a finite-difference check at eps 1e-6 read 2-6% errors).
+    let wide: Vec<f64> = (0..12).map(|k| (k as f64 * 0.7361).sin() * 2.0 + 1e-9 * k as f64).collect();
+    let logits64 = Tensor::from_host(Host::new([4, 3], DType::F64, wide.clone())).unwrap().to(dev).unwrap();
+    let smoothed64 =
+        logits64.cross_entropy_smoothed(&labels3, eager::Reduction::Mean, Some(-100), e).unwrap().item().unwrap();
+    let lsm64 = |r: usize, c: usize| {
+        let row = &wide[r * 3..r * 3 + 3];
+        let top = row.iter().cloned().fold(f64::MIN, f64::max);
+        row[c] - top - row.iter().map(|v| (v - top).exp()).sum::<f64>().ln()
+    };
+    let want64 = [(0usize, 2usize), (1, 0), (3, 1)]
+        .iter()
+        .map(|&(r, c)| (1.0 - e) * -lsm64(r, c) + e * -(0..3).map(|k| lsm64(r, k)).sum::<f64>() / 3.0)
+        .sum::<f64>()
+        / 3.0;
+    assert!((smoothed64 - want64).abs() < 1e-12, "f64 label smoothing {smoothed64} against {want64}");
+    // A value past f32's range is refused, not stored as an infinity.
+    let far = Tensor::from_host(Host::new([2], DType::F32, vec![1e40, 1.0])).unwrap_err().to_string();
+    assert!(far.contains("value 0 is 1e40, beyond F32's range"), "{far}");
     // Sum and none agree with the mean's parts; a label past the classes is
     // refused at every reduction (the reduced ones by the kernel's check).
     let summed = logits.cross_entropy_smoothed(&labels3, eager::Reduction::Sum, Some(-100), e).unwrap().item().unwrap();

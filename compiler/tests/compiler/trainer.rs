@@ -91,6 +91,63 @@ fn the_trainer_trains_predicts_evaluates_and_caches() {
     assert_eq!(again.compiled()[1].seconds, None);
 }
 
+/// A checkpoint of another optimizer's run is refused by
+/// `load_checkpoint` either way (Adam's moments into SGD were dropped
+/// unsaid, SGD's momentum into Adam was refused), and both name
+/// `load_parameters`, which loads its parameters with this optimizer
+/// started afresh.
+#[test]
+fn another_optimizers_checkpoint_loads_its_parameters_alone() {
+    let rows = digits();
+    let (x, y) = batch(&rows, 0, 32);
+    let mut adam = Trainer::from_file(&model(), options("trainer_switch_adam", "adam")).unwrap();
+    for _ in 0..3 {
+        adam.step(&[&x, &y], 3e-3).unwrap();
+    }
+    let ckpt = adam.options().cache_dir.join("adam.safetensors");
+    adam.save_checkpoint(&ckpt, &Default::default()).unwrap();
+    let mut sgd = Trainer::from_file(&model(), options("trainer_switch_sgd", "sgd")).unwrap();
+    let initial = sgd.state();
+    let e = sgd.load_checkpoint(&ckpt).unwrap_err().to_string();
+    assert!(
+        e.contains("it holds optimizer state fc1.bias.exp_avg, which this train step's optimizer does not keep"),
+        "{e}"
+    );
+    assert!(e.contains("Trainer::load_parameters"), "{e}");
+    assert_eq!(sgd.state(), initial, "nothing was loaded");
+    sgd.load_parameters(&ckpt, true).unwrap();
+    assert_eq!(sgd.backend().symbol("fc1.weight").unwrap(), adam.backend().symbol("fc1.weight").unwrap());
+    assert_eq!(sgd.steps(), 3, "the checkpoint's step count");
+    sgd.step(&[&x, &y], 0.05).unwrap();
+    // The same model at another batch size has another IR hash: the way
+    // to load it is said.
+    let text = std::fs::read_to_string(model()).unwrap().replace("<32x", "<16x").replace("<32xi32>", "<16xi32>");
+    let mut sixteen = Trainer::from_source(&text, "digits16", options("trainer_switch_16", "adam")).unwrap();
+    assert_eq!(sixteen.batch(), Some(16));
+    let e = sixteen.load_checkpoint(&ckpt).unwrap_err().to_string();
+    assert!(
+        e.contains("the checkpoint is of another model") && e.contains("load_checkpoint_of(path, false, ..)"),
+        "{e}"
+    );
+    sixteen.load_checkpoint_of(&ckpt, false, true).unwrap();
+    // SGD with momentum's checkpoint into Adam: refused, then loaded with
+    // Adam's moments zero and its bias correction from the start.
+    let mut momentum = Options { momentum: 0.9, ..options("trainer_switch_momentum", "sgd") };
+    momentum.seed = 2;
+    let mut m = Trainer::from_file(&model(), momentum).unwrap();
+    m.step(&[&x, &y], 0.05).unwrap();
+    let ckpt = m.options().cache_dir.join("momentum.safetensors");
+    m.save_checkpoint(&ckpt, &Default::default()).unwrap();
+    let e = adam.load_checkpoint(&ckpt).unwrap_err().to_string();
+    assert!(e.contains("it holds optimizer state fc1.bias.momentum, which") && e.contains("load_parameters"), "{e}");
+    adam.load_parameters(&ckpt, true).unwrap();
+    let state = adam.state();
+    assert_eq!(state["fc1.weight"], m.backend().symbol("fc1.weight").unwrap());
+    assert!(state["fc1.weight.exp_avg"].values.iter().all(|&v| v == 0.0));
+    assert_eq!(state["step"].values, [0.0]);
+    adam.step(&[&x, &y], 3e-3).unwrap();
+}
+
 /// Inputs that do not fit beyond the batch size, a missing model file and a
 /// diverging run are errors that say what happened.
 #[test]
@@ -114,6 +171,13 @@ fn trainer_errors_name_the_problem() {
     let e = t.step(&[&far, &y], 0.1).unwrap_err().to_string();
     assert!(e.contains("input #0 (input) holds 1e39 at index 9") && e.contains("beyond F32's range"), "{e}");
     assert_eq!(t.steps(), 0, "nothing ran");
+    // So does predict (it gave NaN) and the accuracy (which blamed a
+    // feature "not finite").
+    let e = t.predict(&[&far]).unwrap_err().to_string();
+    assert!(e.contains("input #0 (input) holds 1e39 at index 9") && e.contains("beyond F32's range"), "{e}");
+    let labels = vec![0i64; 32];
+    let e = t.evaluate(&far, &labels).unwrap_err().to_string();
+    assert!(e.contains("beyond F32's range"), "{e}");
     // Values that do not fill their shape, found before anything is
     // compiled or read (they were read past their end: a NaN loss).
     let y = Tensor::new([32], DType::I32, vec![0.0; 32]);

@@ -18,6 +18,17 @@
 // RUN: not aicf train %t/other.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --checkpoint-dir %t/straight --resume 2>&1 | FileCheck %s --check-prefix=OTHER
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 1 --out %t/run --checkpoint-dir %t/sgd > /dev/null
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
+// Under --override-resume the optimizer switches: SGD's checkpoint holds
+// no Adam moments (it was refused after the compile, for want of them),
+// so Adam starts afresh on its parameters, and says so; back to SGD, the
+// Adam run's moments are not carried either.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume --override-resume 2>&1 | FileCheck %s --check-prefix=SWITCHED
+// SWITCHED: note: {{.*}}last.safetensors: the checkpoint holds SGD's state; this run's Adam starts afresh on its parameters (no optimizer state carried)
+// SWITCHED: resumed from {{.*}}sgd/last.safetensors at epoch 1
+// SWITCHED: epoch   2/2
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 3 --out %t/run --checkpoint-dir %t/sgd --resume --override-resume 2>&1 | FileCheck %s --check-prefix=BACK
+// BACK: note: {{.*}}last.safetensors: the checkpoint holds Adam's state; this run's SGD starts afresh on its parameters (no optimizer state carried)
+// BACK: epoch   3/3
 // A checkpoint's precision is part of its run (an fp16 run's loss scale
 // lives in it): another one is refused, naming both.
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --precision bf16 --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=PRECISION
