@@ -2422,6 +2422,8 @@ struct Array {
     name: String,
     shape: Vec<usize>,
     values: Vec<f64>,
+    /// Stored as 8-bit unsigned integers (images' 0 to 255).
+    bytes: bool,
 }
 
 /// The arrays of a `.safetensors` file for the model's `fed` inputs:
@@ -2491,7 +2493,8 @@ fn read_safetensors(path: &Path, fed: &[&Input]) -> Result<Vec<Array>> {
     for i in order {
         let (n, view) = &tensors[i];
         let values = safetensor_values(view).map_err(|m| bad(format!("{name}: tensor '{n}': {m}")))?;
-        out.push(Array { name: format!("{name}: tensor '{n}'"), shape: view.shape().to_vec(), values });
+        let bytes = view.dtype() == safetensors::Dtype::U8;
+        out.push(Array { name: format!("{name}: tensor '{n}'"), shape: view.shape().to_vec(), values, bytes });
     }
     Ok(out)
 }
@@ -2618,7 +2621,8 @@ fn read_npy(path: &Path) -> Result<Array> {
         }
     };
     let values = if fortran { fortran_to_c(&values, &shape) } else { values };
-    Ok(Array { name, shape, values })
+    let bytes = matches!((ty.type_char(), ty.size_field()), (npyz::TypeChar::Uint, 1));
+    Ok(Array { name, shape, values, bytes })
 }
 
 /// Refuses a `.npy` header whose shape's element count (or any product of
@@ -2707,7 +2711,7 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
         for target in &fed[data_inputs..] {
             let shape: Vec<usize> = std::iter::once(rows).chain(target.shape.iter().skip(1).copied()).collect();
             let values = vec![0.0; shape.iter().product()];
-            arrays.push(Array { name: format!("{name} (no target)"), shape, values });
+            arrays.push(Array { name: format!("{name} (no target)"), shape, values, bytes: false });
         }
     }
     if arrays.len() != fed.len() {
@@ -2745,6 +2749,7 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
     let scale = given_scale(name, options.feature_scale.unwrap_or(1.0))?;
     let array_names: Vec<String> = arrays.iter().map(|a| a.name.clone()).collect();
     let mut columns = Vec::new();
+    let mut notes = Vec::new();
     for (i, (mut a, input)) in arrays.into_iter().zip(&fed).enumerate() {
         // (A rank-0 input has no examples' dimension to feed.)
         if input.shape.is_empty() {
@@ -2782,6 +2787,14 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
             {
                 // Images as PIL, TensorFlow and OpenCV keep them.
                 "; its channels are last (NHWC): the model takes them first (NCHW), x.transpose(0, 3, 1, 2)".into()
+            } else if input.role == Role::Data
+                && a.shape.len() == 4
+                && want.len() == 3
+                && a.shape[1..] == [want[2], want[0], want[1]]
+            {
+                // PyTorch's images, for a model with `layout = nhwc` (a
+                // reshape, said below, scrambled every image).
+                "; its channels are first (NCHW): the model takes them last (NHWC), x.transpose(0, 2, 3, 1)".into()
             } else if input.role == Role::Data
                 && a.shape.len() > 1
                 && a.shape[1..].iter().product::<usize>() == want.iter().product::<usize>()
@@ -2879,6 +2892,23 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
         // Arrays train as they are (scale 1); a checkpoint that trained on
         // a table's scaled features scores them by the same scale.
         let scaled = input.role == Role::Data && !is_int(input.dtype);
+        // 8-bit images train as their 0 to 255, which a PyTorch user expects
+        // as 0 to 1 (ToTensor's): said where a run starts on them (a model
+        // without a norm took inputs 255 times too large unsaid).
+        if scaled
+            && a.bytes
+            && !options.predicting
+            && !options.standardize
+            && options.feature_scale.is_none()
+            && options.feature_stats.is_none()
+            && values.iter().any(|&v| v > 1.0)
+        {
+            notes.push(format!(
+                "{}: 8-bit values, read as they are (0 to 255); PyTorch's ToTensor divides images by 255: give x / \
+                 255 as float32 (or --standardize) to train on 0 to 1",
+                a.name
+            ));
+        }
         if scaled && scale != 1.0 {
             values.iter_mut().for_each(|v| *v /= scale);
         }
@@ -2940,7 +2970,7 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
         metadata,
         kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
         outlier,
-        notes: Vec::new(),
+        notes,
         unscaled: false,
     })
 }

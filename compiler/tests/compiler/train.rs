@@ -334,7 +334,7 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
 
     // An array of the wrong shape names the input and both shapes.
     let wrong = npy("x64.npy", &[rows as u64, 64], &|push| x.iter().for_each(|&v| push(v as f64)));
-    let e = Dataset::load(&[wrong, py], &sig, &options).err().unwrap().to_string();
+    let e = Dataset::load(&[wrong, py.clone()], &sig, &options).err().unwrap().to_string();
     assert!(e.contains("input #0 of the model is [32, 1, 8, 8] f32") && e.contains("[40, 64]"), "{e}");
     assert!(e.contains("reshape it first, x.reshape(-1, 1, 8, 8)"), "{e}");
 
@@ -359,6 +359,59 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
         let narrow = Dataset::load(&[half.clone(), labels], &sig, &options).unwrap();
         assert_eq!(narrow.batch(Split::Train, &(0..30).collect::<Vec<_>>()), all);
     }
+
+    // 8-bit images train as their 0 to 255: said (PyTorch's ToTensor
+    // gives 0 to 1); a float array of the same values is not.
+    let bytes = typed(&dir.join("x-u8.npy"), &shape, x.iter().map(|&v| (v * 240.0) as u8).collect());
+    let read = Dataset::load(&[bytes, py.clone()], &sig, &options).unwrap();
+    assert!(
+        read.notes.iter().any(|n| n.contains("x-u8.npy: 8-bit values, read as they are (0 to 255)")),
+        "{:?}",
+        read.notes
+    );
+    assert!(from_npy.notes.iter().all(|n| !n.contains("8-bit")), "{:?}", from_npy.notes);
+
+    // Channels in the other order than the model's, either way: the
+    // transpose is said (PyTorch's NCHW images for a channels-last model
+    // were told to reshape, which scrambles each image).
+    let nhwc = "
+        hl.param @fc.weight : tensor<192x10xf32> owner \"fc\" init <kaiming_uniform, gain = 0.5>
+        func.func @forward(%x: tensor<4x8x8x3xf32>) -> tensor<4x10xf32> {
+          %f = hl.reshape %x : tensor<4x8x8x3xf32> to tensor<4x192xf32>
+          %w = hl.get_param @fc.weight : tensor<192x10xf32>
+          %h = hl.matmul %f, %w : tensor<4x192xf32>, tensor<192x10xf32>
+          return %h : tensor<4x10xf32>
+        }
+        func.func @loss(%x: tensor<4x8x8x3xf32>, %y: tensor<4xi32>) -> tensor<f32> {
+          %f = hl.reshape %x : tensor<4x8x8x3xf32> to tensor<4x192xf32>
+          %w = hl.get_param @fc.weight : tensor<192x10xf32>
+          %h = hl.matmul %f, %w : tensor<4x192xf32>, tensor<192x10xf32>
+          %l = hl.cross_entropy %h, %y : tensor<4x10xf32>, tensor<4xi32>
+          return %l : tensor<f32>
+        }";
+    let last = Signature::of_source(nhwc, "nhwc").unwrap();
+    let first = npy("nchw.npy", &[rows as u64, 3, 8, 8], &|push| (0..rows * 192).for_each(|i| push((i % 7) as f64)));
+    let e = Dataset::load(&[first, py.clone()], &last, &options).err().unwrap().to_string();
+    assert!(
+        e.contains("its channels are first (NCHW): the model takes them last (NHWC), x.transpose(0, 2, 3, 1)"),
+        "{e}"
+    );
+    let three = "
+        hl.param @fc.weight : tensor<192x10xf32> owner \"fc\" init <kaiming_uniform, gain = 0.5>
+        func.func @loss(%x: tensor<4x3x8x8xf32>, %y: tensor<4xi32>) -> tensor<f32> {
+          %f = hl.reshape %x : tensor<4x3x8x8xf32> to tensor<4x192xf32>
+          %w = hl.get_param @fc.weight : tensor<192x10xf32>
+          %h = hl.matmul %f, %w : tensor<4x192xf32>, tensor<192x10xf32>
+          %l = hl.cross_entropy %h, %y : tensor<4x10xf32>, tensor<4xi32>
+          return %l : tensor<f32>
+        }";
+    let channels_first = Signature::of_source(three, "nchw").unwrap();
+    let hwc = npy("nhwc.npy", &[rows as u64, 8, 8, 3], &|push| (0..rows * 192).for_each(|i| push((i % 7) as f64)));
+    let e = Dataset::load(&[hwc, py.clone()], &channels_first, &options).err().unwrap().to_string();
+    assert!(
+        e.contains("its channels are last (NHWC): the model takes them first (NCHW), x.transpose(0, 3, 1, 2)"),
+        "{e}"
+    );
 
     // Integers the model's i32 input cannot hold are refused by place
     // (token ids of 2^40 were saturated to 2^31 - 1 without a word; ONNX's
