@@ -71,6 +71,7 @@ pub const SUPPORTED: &[&str] = &[
     "Gelu",
     "Gemm",
     "GlobalAveragePool",
+    "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
     "GRU",
@@ -4785,7 +4786,28 @@ impl Importer<'_> {
                                 copied.join(", ")
                             ));
                         }
-                        return Err("the running mean and variance must be initializers to train".into());
+                        // Statistics the graph computes (a dynamo export of
+                        // `BatchNorm2d(track_running_stats=False)`: the
+                        // batch's own mean and variance, as it normalises in
+                        // training and evaluation alike) are used as
+                        // given, their gradient through them; constants
+                        // would train an evaluation-mode norm, refused.
+                        let computed = |k: usize| {
+                            matches!(ins.get(k).and_then(|v| v.as_ref()), Some(V::T(_)))
+                                && node.input.get(k).is_some_and(|name| {
+                                    self.graph.node.iter().any(|n| n.output.iter().any(|o| o == name))
+                                })
+                        };
+                        if computed(3) && computed(4) {
+                            let inv = nn(channel(&rv)?.add_scalar(eps).and_then(|v| v.rsqrt()))?;
+                            let y = nn(x.sub(&channel(&rm)?).and_then(|d| d.mul(&inv)))?;
+                            let (scale, bias) = (channel(&scale)?, channel(&bias)?);
+                            return one(nn(y.mul(&scale).and_then(|y| y.add(&bias)))?);
+                        }
+                        return Err("the running mean and variance must be initializers to train (a norm that \
+                                    keeps none, BatchNorm2d(track_running_stats=False), exports its batch \
+                                    statistics computed: by dynamo=True)"
+                            .into());
                     };
                     // Batch statistics (biased variance), and the running
                     // statistics' update as PyTorch's BatchNorm makes it
@@ -5636,6 +5658,12 @@ impl Importer<'_> {
                 let x = t(0)?;
                 let axes: Vec<i64> = (2..x.rank() as i64).collect();
                 one(nn(x.mean(&axes, true))?)
+            }
+            // (`AdaptiveMaxPool2d(1)`'s export.)
+            "GlobalMaxPool" => {
+                let x = t(0)?;
+                let axes: Vec<i64> = (2..x.rank() as i64).collect();
+                one(nn(x.max(&axes, true))?)
             }
             // A product: of constants (TorchScript's element count of a
             // shape, for `std`), folded; of a computed tensor, its slices

@@ -2583,6 +2583,103 @@ fn biases_the_exporter_dropped_import_as_zeros() {
     assert!(imported.module.text.contains("hl.param @se.fc1.bias : tensor<6xf32>"), "{}", imported.module.text);
 }
 
+/// A batch norm that keeps no running statistics
+/// (`BatchNorm2d(track_running_stats=False)`), as dynamo exports it: its
+/// statistics computed from the batch and handed to BatchNormalization.
+/// Imported to train, it normalises by them (it was refused: "the running
+/// mean and variance must be initializers to train"); statistics given as
+/// constants are still refused, naming this form.
+#[test]
+fn a_batch_norm_without_running_statistics_trains_on_the_batchs() {
+    let mut model = one_node_model(
+        "bn",
+        "BatchNormalization",
+        (&[4, 2, 3, 3], &[4, 2, 3, 3]),
+        vec![float_attribute("epsilon", 1e-5)],
+        vec![float_init("bn.weight", vec![2], vec![1.5, 0.5]), float_init("bn.bias", vec![2], vec![0.25, -1.0])],
+        17,
+    );
+    let graph = model.graph.as_mut().unwrap();
+    graph.node[0].input.extend(["mean".to_string(), "var".to_string()]);
+    let reduce = |name: &str, input: &str, output: &str, keep: i64| {
+        let mut n = node(name, "ReduceMean", &[input], output);
+        n.attribute = vec![ints_attribute("axes", &[0, 2, 3]), int_attribute("keepdims", keep)];
+        n
+    };
+    graph.node.splice(
+        0..0,
+        [
+            reduce("mean", "x", "mean", 0),
+            reduce("mean4", "x", "mean4", 1),
+            node("centred", "Sub", &["x", "mean4"], "centred"),
+            node("square", "Mul", &["centred", "centred"], "square"),
+            reduce("var", "square", "var", 0),
+        ],
+    );
+    let dir = scratch("onnx-bn-no-running");
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+    let imported = onnx::import_model(&model, "bn.onnx", &dir, &options).unwrap();
+    let x: Vec<f64> = (0..72).map(|i| ((i * 29) % 17) as f64 * 0.25 - 2.0).collect();
+    let mut trainer = sgd_trainer(&imported, &dir, "bn");
+    let y = trainer.predict(&[&Tensor::new([4, 2, 3, 3], aicf_runtime::artifact::DType::F32, x.clone())]).unwrap();
+    for c in 0..2 {
+        let of = |b: usize, k: usize| x[(b * 2 + c) * 9 + k];
+        let all: Vec<f64> = (0..4).flat_map(|b| (0..9).map(move |k| (b, k))).map(|(b, k)| of(b, k)).collect();
+        let mean = all.iter().sum::<f64>() / 36.0;
+        let var = all.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / 36.0;
+        let (w, b) = [(1.5, 0.25), (0.5, -1.0)][c];
+        for batch in 0..4 {
+            for k in 0..9 {
+                let want = (of(batch, k) - mean) / (var + 1e-5).sqrt() * w + b;
+                let got = y[0].values[(batch * 2 + c) * 9 + k];
+                assert!((got - want).abs() < 1e-5, "channel {c}, row {batch}, element {k}: {got} against {want}");
+            }
+        }
+    }
+    // Given as constants, they would train an evaluation-mode norm.
+    let mut constants = one_node_model(
+        "bn",
+        "BatchNormalization",
+        (&[4, 2, 3, 3], &[4, 2, 3, 3]),
+        vec![],
+        vec![float_init("bn.weight", vec![2], vec![1.0; 2]), float_init("bn.bias", vec![2], vec![0.0; 2])],
+        17,
+    );
+    let graph = constants.graph.as_mut().unwrap();
+    graph.node[0].input.extend(["mean".to_string(), "var".to_string()]);
+    let constant = |name: &str, v: f32| {
+        let mut n = node(name, "Constant", &[], name);
+        n.attribute = vec![aicf_onnx::proto::AttributeProto {
+            name: Some("value".into()),
+            t: Some(float_init(name, vec![2], vec![v; 2])),
+            r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Tensor as i32),
+            ..Default::default()
+        }];
+        n
+    };
+    graph.node.splice(0..0, [constant("mean", 0.0), constant("var", 1.0)]);
+    let e = onnx::import_model(&constants, "bn.onnx", &dir, &options).err().unwrap().to_string();
+    assert!(e.contains("must be initializers to train") && e.contains("track_running_stats=False"), "{e}");
+}
+
+/// GlobalMaxPool (`AdaptiveMaxPool2d(1)`'s export; it was refused as an
+/// unsupported op) takes each channel's largest value over its spatial
+/// axes, kept as axes of 1.
+#[test]
+fn global_max_pooling_imports() {
+    let model = one_node_model("pool", "GlobalMaxPool", (&[2, 3, 4, 5], &[2, 3, 1, 1]), vec![], vec![], 17);
+    let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
+    let dir = scratch("onnx-global-max-pool");
+    let imported = onnx::import_model(&model, "pool.onnx", &dir, &options).unwrap();
+    let x: Vec<f64> = (0..2 * 3 * 20).map(|i| ((i * 37) % 101) as f64 - 50.0).collect();
+    let input =
+        aicf_compiler::interp::Array::new(vec![2, 3, 4, 5], aicf_compiler::types::DType::F32, x.clone()).unwrap();
+    let y = interpreted_forward(&imported, &dir, "pool", input);
+    assert_eq!(y[0].shape, vec![2, 3, 1, 1]);
+    let want: Vec<f64> = x.chunks(20).map(|c| c.iter().cloned().fold(f64::NEG_INFINITY, f64::max)).collect();
+    assert_eq!(y[0].data, want);
+}
+
 /// MaxPool with ceil_mode=1 imports where rounding up gives the size
 /// rounding down does (squeezenet's pools at 32 or 224 pixels: refused
 /// before), and where a window reaches past the input: max pooling over
