@@ -509,6 +509,24 @@ impl Imported {
     }
 }
 
+/// The first dimension of the first graph input (not an initializer) of
+/// the ONNX model at `path`: `Some(None)` where it is symbolic (the batch
+/// `--batch` binds), `Some(Some(d))` where it is fixed; `None` where the
+/// file does not read.
+pub fn leading_dim(path: &Path) -> Option<Option<usize>> {
+    use aicf_onnx::proto::tensor_shape_proto::dimension::Value;
+    let model = aicf_onnx::load(path).ok()?;
+    let graph = model.graph.as_ref()?;
+    let input = graph.input.iter().find(|i| !graph.initializer.iter().any(|t| t.name() == i.name()))?;
+    let aicf_onnx::proto::type_proto::Value::TensorType(t) = input.r#type.as_ref()?.value.as_ref()? else {
+        return None;
+    };
+    match t.shape.as_ref()?.dim.first()?.value {
+        Some(Value::DimValue(d)) if d > 0 => Some(Some(d as usize)),
+        _ => Some(None),
+    }
+}
+
 /// Imports the ONNX model at `path`.
 pub fn import(path: &Path, options: &ImportOptions) -> Result<Imported, ImportError> {
     let model = aicf_onnx::load(path)?;

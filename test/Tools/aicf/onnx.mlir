@@ -83,6 +83,13 @@
 // RUN: cp %S/../../onnx/gpt.onnx %t/renamed.onnx
 // RUN: aicf eval %t/renamed.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/fixed-ck/last.safetensors --eval-windows 10 --out %t/renamed-eval 2>&1 | FileCheck %s --check-prefix=RENAMED
 // RUN: aicf train %t/renamed.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 3 --windows-per-epoch 101 --eval-windows 10 --no-runs-db --out %t/renamed-run --checkpoint-dir %t/fixed-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=RENAMEDRESUME
+// Without --batch, an ONNX model of an open batch is scored and resumed at
+// the batch its checkpoint's run imported it at (both said "give --batch").
+// RUN: aicf eval %S/../../onnx/gpt.onnx --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/fixed-ck/last.safetensors --eval-windows 10 --out %t/nobatch-eval 2>&1 | FileCheck %s --check-prefix=NOBATCH
+// RUN: aicf train %S/../../onnx/gpt.onnx --data %S/../../../data/tinyshakespeare.txt --epochs 4 --windows-per-epoch 101 --eval-windows 10 --no-runs-db --out %t/nobatch-run --checkpoint-dir %t/fixed-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=NOBATCHRESUME
+// NOBATCH: accuracy {{[0-9.]+}}% on 10 held-out windows
+// NOBATCHRESUME: resumed from {{.*}}last.safetensors at epoch 3
+// NOBATCHRESUME: batch 4, 26 steps per epoch
 // RENAMED-NOT: another version
 // RENAMED: accuracy {{[0-9.]+}}% on 10 held-out windows
 // RENAMEDRESUME: resumed from {{.*}}last.safetensors at epoch 2

@@ -1106,6 +1106,7 @@ fn main() {
                         compile.batch = Some(b);
                     }
                 }
+                onnx_batch_of_checkpoint(&mut compile, c, given("batch"));
             }
             if let Some(n) = nproc {
                 // The device is checked once here, before mpirun starts the
@@ -1219,6 +1220,7 @@ fn main() {
         }
         Command::Eval { mut compile, device, data, checkpoint, eval_windows, out } => {
             resumed_from = Some(checkpoint.clone());
+            onnx_batch_of_checkpoint(&mut compile, &checkpoint, given("batch"));
             checkpoint_precision(&mut compile, &checkpoint, given("precision"))
                 .and_then(|()| eval(&compile, &device, &data, &checkpoint, eval_windows, &out))
         }
@@ -1242,6 +1244,9 @@ fn main() {
                 PredictValues::Probabilities => predict::Values::Probabilities,
                 PredictValues::Raw => predict::Values::Raw,
             });
+            if let Some(c) = &checkpoint {
+                onnx_batch_of_checkpoint(&mut compile, c, given("batch"));
+            }
             match &checkpoint {
                 Some(c) => checkpoint_precision(&mut compile, c, given("precision")),
                 None => Ok(()),
@@ -2966,6 +2971,24 @@ fn model_from_stdin() -> Result<String> {
         let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
         format!("<stdin>: not a model: the input is not UTF-8 text, as an hl module is, from line {line} (byte {at})")
     })
+}
+
+/// An ONNX model resumed, scored or run from a checkpoint without
+/// `--batch` takes the batch the checkpoint's run imported it at, where the
+/// export leaves its batch open or fixes another (a static batch of 1 read
+/// as `--batch`'s): "give --batch" refused it.
+fn onnx_batch_of_checkpoint(compile: &mut ModelArgs, checkpoint: &Path, given: bool) {
+    if given || !is_onnx(&compile.model) {
+        return;
+    }
+    let Ok(meta) = aicf_runtime::checkpoint::read_metadata(checkpoint) else { return };
+    if let Some(ir) = meta.get(aicf_compiler::train::run::IR_KEY)
+        && let Ok(sig) = aicf_compiler::train::data::Signature::of_source(ir, "the checkpoint's model")
+        && let Some(leading) = onnx::leading_dim(&compile.model)
+        && leading != Some(sig.batch())
+    {
+        compile.batch = Some(sig.batch());
+    }
 }
 
 /// A directory beside an artifact's `-o` that the compile writes into,
