@@ -547,10 +547,14 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     // And how each fitted: (held-out loss, training loss) at the best epoch
     // of each of its runs that reached the budget.
     let mut fits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    // (Then the problems counted are the others: said, as a count one
+    // smaller than without --next read as a registry that lost one.)
+    let mut own_aside = false;
     if options.next {
         let own: Vec<(String, String)> =
             by_problem.iter().filter(|(_, rs)| rs[0].run.problem.same_data(problem)).map(|(k, _)| k.clone()).collect();
         let own: Vec<&RunDetail> = own.iter().flat_map(|k| by_problem.remove(k).unwrap_or_default()).collect();
+        own_aside = !own.is_empty();
         for r in own {
             let label = match Structure::parse(&r.run.fingerprint.structure) {
                 Ok(s) if s.fits(&shape.task) && policy_grows(r) => format!("{s} {GROWN}"),
@@ -816,7 +820,8 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             id_ranges(&negative)
         ));
     }
-    let seen = format!("{problems_seen} problem{}", if problems_seen == 1 { "" } else { "s" });
+    let aside = if own_aside { ", besides this data's own runs (what --next has tried)" } else { "" };
+    let seen = format!("{problems_seen} problem{}{aside}", if problems_seen == 1 { "" } else { "s" });
     if neighbours.is_empty() && short_of_budget > 0 {
         explanation.push(format!(
             "no past {kind} problem in the registry has runs of two structures or more trained as they are that \
@@ -841,7 +846,7 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
                 unranked.join(", ")
             )
         };
-        explanation.push(format!("nearest of the registry's {problems_seen} past {kind} problems{left}:"));
+        explanation.push(format!("nearest of the registry's {problems_seen} past {kind} problems{aside}{left}:"));
         for n in &neighbours {
             let best = n.scored.iter().min_by(|a, b| a.2.total_cmp(&b.2)).map(|b| format!("{} ({:.4})", b.0, b.2));
             let ids: Vec<i64> = n.scored.iter().flat_map(|s| s.1.iter().copied()).collect();
@@ -892,7 +897,30 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             format!("proposal: {chosen}, the best predicted{rest}")
         });
     }
-    let policy = checked_policy(growth_policy(&chosen, grow, options.next, shape, &neighbours, &mut explanation))?;
+    // A run on this data of a structure the proposer does not build (a CNN
+    // on images): its best is named, as a proposal of an MLP said nothing
+    // of a CNN's better run beside it.
+    let outside = runs
+        .iter()
+        .filter(|r| r.run.status == "finished" && r.run.problem.same_data(problem))
+        .filter(|r| Structure::parse(&r.run.fingerprint.structure).map_or(true, |s| !s.fits(&shape.task)))
+        .filter_map(|r| {
+            let best = r.curve.iter().filter_map(|c| c.val_loss).filter(|l| l.is_finite()).reduce(f64::min)?;
+            Some((best, r))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((loss, r)) = outside {
+        explanation.push(format!(
+            "also on this data: run #{} ({}, {} parameters) reached held-out loss {loss:.4}, a structure propose does \
+             not build (`aicf runs show {}`)",
+            r.run.id, r.run.fingerprint.structure, r.run.fingerprint.params, r.run.id
+        ));
+    }
+    // (Its grown form is a candidate of its own only where the registry
+    // ranks one: it was said so of the default alone, never proposed.)
+    let grown_ranked = candidates.iter().any(|(s, g)| *g && *s == chosen);
+    let next = (options.next, grown_ranked);
+    let policy = checked_policy(growth_policy(&chosen, grow, next, shape, &neighbours, &mut explanation))?;
     let module = chosen.build(shape)?;
     Ok(Proposal {
         structure: chosen.to_string(),
@@ -1029,7 +1057,7 @@ fn id_ranges(ids: &[i64]) -> String {
 fn growth_policy(
     chosen: &Structure,
     grow: bool,
-    next: bool,
+    (next, grown_ranked): (bool, bool),
     shape: &Shape,
     neighbours: &[Neighbour],
     explanation: &mut Vec<String>,
@@ -1076,10 +1104,12 @@ fn growth_policy(
     };
     let runs = |g: &[&Growth]| id_ranges(&g.iter().map(|g| g.run).collect::<Vec<_>>());
     match rule {
-        None if next && !grow => explanation.push(format!(
+        None if next && !grow && grown_ranked => explanation.push(format!(
             "growth policy: --next proposes {label} as it is ({label} grown is a candidate of its own); the policy \
              only rolls back instabilities"
         )),
+        None if next && !grow => explanation
+            .push(format!("growth policy: --next proposes {label} as it is; the policy only rolls back instabilities")),
         Some((pos, max_width)) => {
             text += &format!(
                 "\n# Growth from runs {}: widen fc{pos} on each plateau, up to {max_width} units.\n[[rule]]\n\
@@ -1455,6 +1485,31 @@ mod tests {
         assert_eq!(ranking, ["mlp 64", "mlp 128", "mlp 256", "mlp 16"]);
         // Nothing tried yet: `next` is the plain proposal.
         assert_eq!(propose(&shape, &new, &runs, &next).unwrap().structure, "mlp 64");
+        // A CNN's run on this data is named beside the proposal (a structure
+        // the proposer does not build; it went unsaid).
+        let mut with_cnn = runs.clone();
+        with_cnn.push(run(500, &new, "cnn 16-32", &[(1e6, 0.3), (1e12, 0.05)], false));
+        let p = propose(&shape, &new, &with_cnn, &ProposeOptions::default()).unwrap();
+        assert!(
+            p.explanation.iter().any(|l| l.starts_with(
+                "also on this data: run #500 (cnn 16-32, 0 parameters) reached held-out loss 0.0500, a structure \
+                 propose does not build"
+            )),
+            "{:#?}",
+            p.explanation
+        );
+        // With no neighbour, the default alone: its grown form is no
+        // candidate, and is not said to be (it was, then never proposed).
+        let alone = propose(&shape, &new, &[], &next).unwrap();
+        assert!(
+            alone
+                .explanation
+                .iter()
+                .any(|l| l
+                    == "growth policy: --next proposes mlp 128 as it is; the policy only rolls back instabilities"),
+            "{:#?}",
+            alone.explanation
+        );
         // Each structure the search trains (two runs of each, counted as
         // one structure tried) moves it on to the next of the ranking,
         // whatever the tried one reached: even when it did best of all.
@@ -1463,6 +1518,15 @@ mod tests {
             let p = propose(&shape, &new, &runs, &next).unwrap();
             assert_eq!(&p.structure, s, "{:#?}", p.explanation);
             assert_eq!(p.problems_seen, 2, "the problem's own runs are not a neighbour");
+            if i > 0 {
+                assert!(
+                    p.explanation.iter().any(
+                        |l| l.contains("past table problems, besides this data's own runs (what --next has tried)")
+                    ),
+                    "{:#?}",
+                    p.explanation
+                );
+            }
             assert!(p.neighbours.iter().all(|n| n.problem != "new"));
             if i > 0 {
                 assert!(
