@@ -374,38 +374,27 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
     // Channels in the other order than the model's, either way: the
     // transpose is said (PyTorch's NCHW images for a channels-last model
     // were told to reshape, which scrambles each image).
-    let nhwc = "
-        hl.param @fc.weight : tensor<192x10xf32> owner \"fc\" init <kaiming_uniform, gain = 0.5>
-        func.func @forward(%x: tensor<4x8x8x3xf32>) -> tensor<4x10xf32> {
-          %f = hl.reshape %x : tensor<4x8x8x3xf32> to tensor<4x192xf32>
-          %w = hl.get_param @fc.weight : tensor<192x10xf32>
-          %h = hl.matmul %f, %w : tensor<4x192xf32>, tensor<192x10xf32>
-          return %h : tensor<4x10xf32>
-        }
-        func.func @loss(%x: tensor<4x8x8x3xf32>, %y: tensor<4xi32>) -> tensor<f32> {
-          %f = hl.reshape %x : tensor<4x8x8x3xf32> to tensor<4x192xf32>
-          %w = hl.get_param @fc.weight : tensor<192x10xf32>
-          %h = hl.matmul %f, %w : tensor<4x192xf32>, tensor<192x10xf32>
-          %l = hl.cross_entropy %h, %y : tensor<4x10xf32>, tensor<4xi32>
-          return %l : tensor<f32>
-        }";
-    let last = Signature::of_source(nhwc, "nhwc").unwrap();
+    // A linear classifier of a batch of 4 images of `dims` (`8x8x3`).
+    let images = |dims: &str| {
+        format!(
+            "hl.param @fc.weight : tensor<192x10xf32> owner \"fc\" init <kaiming_uniform, gain = 0.5>
+            func.func @loss(%x: tensor<4x{dims}xf32>, %y: tensor<4xi32>) -> tensor<f32> {{
+              %f = hl.reshape %x : tensor<4x{dims}xf32> to tensor<4x192xf32>
+              %w = hl.get_param @fc.weight : tensor<192x10xf32>
+              %h = hl.matmul %f, %w : tensor<4x192xf32>, tensor<192x10xf32>
+              %l = hl.cross_entropy %h, %y : tensor<4x10xf32>, tensor<4xi32>
+              return %l : tensor<f32>
+            }}"
+        )
+    };
+    let last = Signature::of_source(&images("8x8x3"), "nhwc").unwrap();
     let first = npy("nchw.npy", &[rows as u64, 3, 8, 8], &|push| (0..rows * 192).for_each(|i| push((i % 7) as f64)));
     let e = Dataset::load(&[first, py.clone()], &last, &options).err().unwrap().to_string();
     assert!(
         e.contains("its channels are first (NCHW): the model takes them last (NHWC), x.transpose(0, 2, 3, 1)"),
         "{e}"
     );
-    let three = "
-        hl.param @fc.weight : tensor<192x10xf32> owner \"fc\" init <kaiming_uniform, gain = 0.5>
-        func.func @loss(%x: tensor<4x3x8x8xf32>, %y: tensor<4xi32>) -> tensor<f32> {
-          %f = hl.reshape %x : tensor<4x3x8x8xf32> to tensor<4x192xf32>
-          %w = hl.get_param @fc.weight : tensor<192x10xf32>
-          %h = hl.matmul %f, %w : tensor<4x192xf32>, tensor<192x10xf32>
-          %l = hl.cross_entropy %h, %y : tensor<4x10xf32>, tensor<4xi32>
-          return %l : tensor<f32>
-        }";
-    let channels_first = Signature::of_source(three, "nchw").unwrap();
+    let channels_first = Signature::of_source(&images("3x8x8"), "nchw").unwrap();
     let hwc = npy("nhwc.npy", &[rows as u64, 8, 8, 3], &|push| (0..rows * 192).for_each(|i| push((i % 7) as f64)));
     let e = Dataset::load(&[hwc, py.clone()], &channels_first, &options).err().unwrap().to_string();
     assert!(
