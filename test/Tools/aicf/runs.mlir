@@ -8,6 +8,18 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 9 --out %t/b --runs-db %t/runs.sqlite --adapt %S/inputs/grow-steps.toml --flops-budget 3e7 | FileCheck %s --check-prefix=BUDGET
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 1e30 --epochs 1 --out %t/c --runs-db %t/runs.sqlite 2> /dev/null
 // RUN: aicf runs list --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=LIST
+// One problem's runs, best first, the first of them; a failed run has no
+// loss, so it comes last.
+// RUN: aicf runs list --runs-db %t/runs.sqlite --problem dig --sort loss --limit 1 | FileCheck %s --check-prefix=LISTTOP
+// RUN: aicf runs list --runs-db %t/runs.sqlite --sort loss | FileCheck %s --check-prefix=LISTLOSS
+// RUN: aicf runs list --runs-db %t/runs.sqlite --problem shakespeare | FileCheck %s --check-prefix=LISTNONE
+// LISTTOP: id  status
+// LISTTOP-NEXT: {{[12]}}  finished
+// LISTTOP-NEXT: 1 of the 3 runs in {{.*}}runs.sqlite, of problems named *dig*
+// LISTLOSS: 3  failed
+// LISTLOSS-NEXT: 3 runs in
+// LISTNONE: id  status
+// LISTNONE-NEXT: 0 of the 3 runs in {{.*}}, of problems named *shakespeare*
 // Another program's SQLite database is no registry: read commands and
 // training leave it as it is (list used to create the registry's tables in it).
 // RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/other.sqlite'); c.execute('CREATE TABLE stuff (a)'); c.commit()"

@@ -68,6 +68,17 @@ enum PredictValues {
     Raw,
 }
 
+/// The order of `aicf runs list`.
+#[derive(Clone, Copy, ValueEnum)]
+enum RunsOrder {
+    /// As recorded (by id).
+    Id,
+    /// By best held-out loss, lowest first (runs without one last).
+    Loss,
+    /// By training FLOPs, fewest first.
+    Flops,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum Schedule {
     Constant,
@@ -660,7 +671,18 @@ enum Command {
 #[derive(Subcommand)]
 enum RunsCommand {
     /// One line per run.
-    List,
+    List {
+        /// Only the runs of a problem whose name holds this text (its data
+        /// file's name: `digits`).
+        #[arg(long)]
+        problem: Option<String>,
+        /// The order: id, loss (best held-out loss first) or flops.
+        #[arg(long, value_enum, default_value = "id")]
+        sort: RunsOrder,
+        /// Only the first N runs of that order.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
     /// A run's record: structure, problem, settings, curve, decisions.
     Show {
         /// The run's id (`aicf runs list`'s first column).
@@ -3985,10 +4007,25 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
     })?;
     let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     match what {
-        RunsCommand::List => {
-            let (rows, unread) = registry.list_readable().map_err(|e| e.to_string())?;
+        RunsCommand::List { problem: wanted, sort, limit } => {
+            let (mut rows, unread) = registry.list_readable().map_err(|e| e.to_string())?;
             for e in &unread {
                 eprintln!("aicf: note: {e}; left out of the list (`aicf runs check` reads every run)");
+            }
+            // Many runs: those of one problem, best first, the first few
+            // (a registry of hundreds was one list by id).
+            let total = rows.len();
+            if let Some(w) = &wanted {
+                rows.retain(|r| r.problem.name.contains(w.as_str()));
+            }
+            let last = |v: Option<f64>| v.filter(|v| v.is_finite()).unwrap_or(f64::INFINITY);
+            match sort {
+                RunsOrder::Id => {}
+                RunsOrder::Loss => rows.sort_by(|a, b| last(a.best_val_loss).total_cmp(&last(b.best_val_loss))),
+                RunsOrder::Flops => rows.sort_by(|a, b| last(a.train_flops).total_cmp(&last(b.train_flops))),
+            }
+            if let Some(n) = limit {
+                rows.truncate(n);
             }
             // (The task's whole word: cut to 5 letters, a regression read
             // "(regre)".)
@@ -4037,7 +4074,12 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                     r.epochs.map_or("-".into(), |e| e.to_string())
                 );
             }
-            println!("{} runs in {}", rows.len(), path.display());
+            if rows.len() == total {
+                println!("{} runs in {}", rows.len(), path.display());
+            } else {
+                let of = wanted.map_or(String::new(), |w| format!(", of problems named *{w}*"));
+                println!("{} of the {total} runs in {}{of}", rows.len(), path.display());
+            }
         }
         RunsCommand::Show { id } => {
             let d = registry.get(id).map_err(|e| e.to_string())?;
