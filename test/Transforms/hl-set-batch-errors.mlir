@@ -2,7 +2,7 @@
 // RUN: aicf-opt %s -split-input-file --pass-pipeline='builtin.module(hl-set-batch{size=7})' -verify-diagnostics -o /dev/null
 // RUN: not aicf-opt %s -split-input-file --pass-pipeline='builtin.module(hl-set-batch)' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOSIZE
 
-// NOSIZE: hl-set-batch: size=0: give the new batch size, a positive integer
+// NOSIZE: hl-set-batch: no size: give the new batch size, size=N (a positive integer)
 
 // A reshape that splits the batch across axes (neither the outermost nor
 // the innermost factor of one) cannot follow: the error is at the reshape.

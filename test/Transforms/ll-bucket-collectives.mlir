@@ -7,6 +7,10 @@
 // RUN: aicf-opt %s --split-input-file --ll-bucket-collectives="bucket-bytes=160" | FileCheck %s --check-prefix=TWO
 // RUN: aicf-opt %s --split-input-file --ll-bucket-collectives | FileCheck %s --check-prefix=ONE
 // RUN: not aicf-opt %s --split-input-file --ll-bucket-collectives="bucket-bytes=-1" 2>&1 | FileCheck %s --check-prefix=BAD
+// After ll-schedule the merged reductions lost their streams, waits and
+// events (later ops waited on events nothing recorded): refused.
+// RUN: not aicf-opt %s --split-input-file --ll-schedule=max-streams=4 --ll-bucket-collectives 2>&1 | FileCheck %s --check-prefix=SCHEDULED
+// SCHEDULED: error: ll-bucket-collectives: @grads is scheduled already (ll.stream): bucket collectives before ll-schedule, as the pipeline does
 
 // EACH-LABEL: func.func @grads(
 // EACH: ll.fill %[[A:.*]], 1.0

@@ -42,6 +42,17 @@ pub fn bucket_collectives(module: MlirOperation, bucket_bytes: u64) -> Result<Ve
     let mut out = Vec::new();
     for (func, block) in ir::functions(module) {
         super::plan_memory::require_lowered(block)?;
+        // Merged after ll-schedule, the reductions lost their streams, waits
+        // and events (later ops waited on events nothing recorded).
+        if let Some(op) = ops_of(block).into_iter().find(|&o| ir::has(o, "ll.stream")) {
+            let name = ir::string_attr(func, "sym_name").unwrap_or_default();
+            return Err((
+                op_loc(op),
+                format!(
+                    "@{name} is scheduled already (ll.stream): bucket collectives before ll-schedule, as the pipeline does"
+                ),
+            ));
+        }
         move_up(block);
         let calls = merge(block, bucket_bytes)?;
         out.push((ir::string_attr(func, "sym_name").unwrap_or_default(), calls));

@@ -28,7 +28,11 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     };
     let size = options.get_i64("size").map_err(report)?;
     let from = options.get_i64("from").map_err(report)?;
-    if size <= 0 {
+    // (0 is the option's default: none given.)
+    if size == 0 {
+        return Err(report("no size: give the new batch size, size=N (a positive integer)".into()));
+    }
+    if size < 0 {
         return Err(report(format!("size={size}: give the new batch size, a positive integer")));
     }
     // 0 (the default) detects the batch; a negative one is no batch.

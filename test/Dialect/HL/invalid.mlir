@@ -1301,3 +1301,54 @@ func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
   %0 = hl.matmul %a, %b {precision = "highest"} : tensor<4x8xf32>, tensor<8x3xf32>
   return %0 : tensor<4x3xf32>
 }
+
+// -----
+
+// A symbol every printer writes back: `@""` printed as no symbol that parses.
+// expected-error @+1 {{'hl.param' op a parameter needs a name}}
+hl.param @"" : tensor<4x4xf32> owner "" init <zeros>
+
+// -----
+
+// An integer state starts at zeros or ones: a draw of floats has no integer
+// meaning (it compiled).
+// expected-error @+1 {{'hl.state' op initializer 'normal' of @count draws floats; an integer 'tensor<4xi32>' starts at zeros or ones}}
+hl.state @count : tensor<4xi32> slot "count" init <normal, std = 3.0>
+
+// -----
+
+// expected-error @+1 {{'hl.state' op ramp = -5 of @fc1.mask is a count of steps: at least 0}}
+hl.state @fc1.mask : tensor<i64> slot "mask" init <zeros> {ramp = -5 : i64}
+
+// -----
+
+// At most one set_state per state in a function (the optimizer refused the
+// second after autodiff had run).
+hl.state @s : tensor<4xf32> slot "running" init <zeros>
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-note @+1 {{set first here}}
+  hl.set_state @s, %x : tensor<4xf32>
+  %y = hl.relu %x : tensor<4xf32>
+  // expected-error @+1 {{'hl.set_state' op sets state @s a second time in one function (at most one hl.set_state per state)}}
+  hl.set_state @s, %y : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// A blob's values were lost by convert-hl-to-ll (or refused as an
+// internal error): refused where it is written.
+func.func @f() -> tensor<4xf32> {
+  // expected-error @+1 {{'hl.constant' op takes its values inline (dense<...>); a dense_resource blob is not supported}}
+  %c = hl.constant dense_resource<blob1> : tensor<4xf32>
+  return %c : tensor<4xf32>
+}
+
+// -----
+
+// alpha finite in f32, as hl.attention's scale.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'hl.gemm' op alpha = INF must be finite in f32}}
+  %0 = hl.gemm %a, %b alpha = 0x7FF0000000000000 : tensor<4x8xf32>, tensor<8x3xf32>
+  return %0 : tensor<4x3xf32>
+}

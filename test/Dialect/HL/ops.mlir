@@ -342,3 +342,21 @@ func.func @collectives(%g: tensor<8x16xf32>, %w: tensor<f32>) -> tensor<8x16xf32
   %s = hl.all_reduce %g, %w : tensor<8x16xf32>, tensor<f32>
   return %s : tensor<8x16xf32>
 }
+
+// A fused chain of constants has no inputs: `ins` is left out (printed as
+// `ins( : )`, it did not parse back). With inputs, as before.
+// CHECK-LABEL: func.func @fused
+func.func @fused(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // CHECK: hl.fused_elementwise -> tensor<4xf32> {
+  %0 = hl.fused_elementwise -> tensor<4xf32> {
+    %c = arith.constant 1.0 : f32
+    hl.yield %c : f32
+  }
+  // CHECK: hl.fused_elementwise ins(%{{.*}} : tensor<4xf32>) -> tensor<4xf32> {
+  %1 = hl.fused_elementwise ins(%x : tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%v: f32):
+    %e = math.exp %v : f32
+    hl.yield %e : f32
+  }
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}

@@ -116,6 +116,14 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
   StringRef name = getOperationName();
   auto lhs = tensorOf(adaptor.getLhs()), rhs = tensorOf(adaptor.getRhs());
   bool tl = adaptor.getTransposeLhs(), tr = adaptor.getTransposeRhs();
+  // Finite in f32, where the kernels multiply by it (as hl.attention's
+  // scale: an infinite alpha was taken, every product then inf or NaN).
+  // (Absent, it is its default, 1: the adaptor holds no attribute then.)
+  if (FloatAttr alphaAttr = adaptor.getAlphaAttr()) {
+    double alpha = alphaAttr.getValueAsDouble();
+    if (!(std::fabs(alpha) <= 3.4028234663852886e38))
+      return inferError(loc, name) << "alpha = " << alpha << " must be finite in f32";
+  }
   RankedTensorType result;
   if (rhs.getRank() == 2 && lhs.getRank() > 2) {
     // linear form: rows are all leading dimensions of lhs

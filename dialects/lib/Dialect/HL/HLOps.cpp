@@ -9,6 +9,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
@@ -470,9 +471,73 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
 // ParamOp / GetParamOp
 //===----------------------------------------------------------------------===//
 
+/// A symbol name every printer writes back: `@""` printed as
+/// `@<<INVALID EMPTY SYMBOL>>`, which no parser reads.
+static LogicalResult verifyNamed(Operation *op, StringRef name, StringRef what) {
+  if (name.empty())
+    return op->emitOpError("a ") << what << " needs a name (`@\"\"` prints as no symbol that parses back)";
+  return success();
+}
+
+/// An integer tensor's initializer: zeros or ones (a random draw has no
+/// integer meaning; `init <normal>` of an i64 state compiled).
+static LogicalResult verifyIntegerInit(Operation *op, StringRef name, Type type, InitAttr init) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !isa<IntegerType>(tensor.getElementType()))
+    return success();
+  InitKind kind = init.getKind();
+  if (kind == InitKind::Zeros || kind == InitKind::Ones || kind == InitKind::Data)
+    return success();
+  return op->emitOpError("initializer '")
+         << stringifyInitKind(kind) << "' of @" << name << " draws floats; an integer " << type
+         << " starts at zeros or ones";
+}
+
+LogicalResult StateOp::verify() {
+  StringRef name = getSymName();
+  if (failed(verifyNamed(getOperation(), name, "state")) ||
+      failed(verifyIntegerInit(getOperation(), name, getType(), getInit())))
+    return failure();
+  for (auto [key, value] : {std::pair<StringRef, std::optional<int64_t>>{"ramp", getRamp()},
+                            std::pair<StringRef, std::optional<int64_t>>{"delay", getDelay()}})
+    if (value && *value < 0)
+      return emitOpError(key) << " = " << *value << " of @" << name << " is a count of steps: at least 0";
+  return success();
+}
+
+LogicalResult SetStateOp::verify() {
+  // At most one per state in a function (the optimizer refused two, after
+  // autodiff had run on them).
+  auto func = getOperation()->getParentOfType<FunctionOpInterface>();
+  if (!func)
+    return success();
+  Operation *first = nullptr;
+  func->walk([&](SetStateOp other) {
+    if (!first && other.getNameAttr() == getNameAttr())
+      first = other.getOperation();
+  });
+  if (!first || first == getOperation())
+    return success();
+  InFlightDiagnostic diag = emitOpError("sets state @")
+                            << getName() << " a second time in one function (at most one hl.set_state per state)";
+  diag.attachNote(first->getLoc()) << "set first here";
+  return diag;
+}
+
+LogicalResult ConstantOp::verify() {
+  // Its values are read where the constant is lowered or folded: a blob's
+  // were lost by convert-hl-to-ll, or refused as an internal error.
+  if (isa<DenseResourceElementsAttr>(getValue()))
+    return emitOpError("takes its values inline (dense<...>); a dense_resource blob is not supported");
+  return success();
+}
+
 LogicalResult ParamOp::verify() {
   StringRef name = getSymName();
   StringRef owner = getOwner();
+  if (failed(verifyNamed(getOperation(), name, "parameter")) ||
+      failed(verifyIntegerInit(getOperation(), name, getTensorType(), getInit())))
+    return failure();
   if (!owner.empty() &&
       !(name.size() > owner.size() + 1 && name.starts_with(owner) &&
         name[owner.size()] == '.'))

@@ -139,8 +139,10 @@ def HL_FusedElementwiseOp : HL_Op<"fused_elementwise",
   let arguments = (ins Variadic<HL_Tensor>:$inputs);
   let results = (outs Variadic<HL_Tensor>:$results);
   let regions = (region SizedRegion<1>:$body);
+  // (`ins` left out where there are none: a fused chain of constants;
+  // `ins( : )` did not parse back.)
   let assemblyFormat = [{
-    `ins` `(` $inputs `:` type($inputs) `)` `->` type($results) $body attr-dict
+    (`ins` `(` $inputs^ `:` type($inputs) `)`)? `->` type($results) $body attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -172,8 +174,10 @@ def HL_MultiTensorApplyOp : HL_Op<"multi_tensor_apply",
   let arguments = (ins Variadic<HL_Tensor>:$inputs);
   let results = (outs Variadic<HL_Tensor>:$results);
   let regions = (region SizedRegion<1>:$body);
+  // (`ins` left out where there are none: a fused chain of constants;
+  // `ins( : )` did not parse back.)
   let assemblyFormat = [{
-    `ins` `(` $inputs `:` type($inputs) `)` `->` type($results) $body attr-dict
+    (`ins` `(` $inputs^ `:` type($inputs) `)`)? `->` type($results) $body attr-dict
   }];
   let hasVerifier = 1;
 }

@@ -92,6 +92,7 @@ def HL_StateOp : HL_Op<"state",
   let assemblyFormat = [{
     $sym_name `:` $type (`of` $param^)? `slot` $slot `init` $init attr-dict
   }];
+  let hasVerifier = 1;
 }
 
 def HL_GetStateOp : HL_Op<"get_state",
@@ -128,6 +129,7 @@ def HL_SetStateOp : HL_Op<"set_state",
   }];
   let arguments = (ins FlatSymbolRefAttr:$name, HL_Tensor:$value);
   let assemblyFormat = "$name `,` $value attr-dict `:` type($value)";
+  let hasVerifier = 1;
 }
 
 def HL_AllReduceOp : HL_Op<"all_reduce",
@@ -183,6 +185,7 @@ def HL_ConstantOp : HL_Op<"constant",
   let results = (outs HL_Tensor:$result);
   let assemblyFormat = "attr-dict $value";
   let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -239,8 +242,10 @@ def HL_MulOp : HL_BroadcastBinaryOp<"mul", [Commutative]> {
 def HL_DivOp : HL_BroadcastBinaryOp<"div"> {
   let summary = "elementwise division with broadcasting";
   let description = [{
-    `lhs / rhs` with NumPy broadcasting (see `hl.add`); integer division
-    truncates toward zero.
+    `lhs / rhs` with NumPy broadcasting (see `hl.add`). Integer division
+    truncates toward zero where it folds (both operands constant, as an
+    import's shape arithmetic); a computed one is not lowered to a kernel
+    (`convert-hl-to-ll` says so: cast to a float type first).
 
     ```mlir
     %y = hl.div %x, %n : tensor<32x128xf32>, tensor<f32>
