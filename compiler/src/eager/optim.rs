@@ -50,7 +50,11 @@ impl Optim {
         if params.is_empty() {
             // As PyTorch's "optimizer got an empty parameter list": a step
             // of nothing is a model whose parameters were never handed over.
-            return Err(EagerError::Invalid("an optimizer needs at least one parameter; none were given".into()));
+            return Err(EagerError::Invalid(
+                "an optimizer needs at least one parameter; none were given (a layer-API model's eager parameters \
+                 are made by its first forward, as a lazy module's: run one before `Graph::eager_params`)"
+                    .into(),
+            ));
         }
         if let Some(p) = params.iter().find(|p| !p.requires_grad() || p.0.node.is_some()) {
             return Err(EagerError::Invalid(format!("{p:?} is not a parameter (a leaf that requires a gradient)")));

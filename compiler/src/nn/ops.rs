@@ -250,7 +250,9 @@ impl Graph {
         self.0.wrap(t)
     }
 
-    /// An eager graph's parameters, by name, in the order they were created.
+    /// An eager graph's parameters, by name, in the order they were created:
+    /// a layer makes its parameters when it first runs, so none before the
+    /// model's first forward.
     pub fn eager_params(&self) -> Vec<(String, crate::eager::Tensor)> {
         self.0.eager_params()
     }

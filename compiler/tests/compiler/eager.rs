@@ -529,6 +529,9 @@ fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run(dev: &De
     let start = compiled.state();
     let names = ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight", "fc.bias"];
     let p: Vec<Tensor> = names.iter().map(|n| on(dev, start[*n].clone()).param()).collect();
+    // None: a layer-API model's parameters before its first forward, said.
+    let none = Optim::adam(&[], 0.0).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(none.contains("none were given") && none.contains("made by its first forward"), "{none}");
     let mut opt = Optim::adam(&p, 0.0).unwrap();
     let rows = digits();
     let lr = 3e-3;
