@@ -74,6 +74,19 @@ impl Bytes {
     pub(crate) fn ptr(&mut self) -> *mut u8 {
         self.words.as_mut_ptr() as *mut u8
     }
+    /// The bytes it holds room for (its length at most).
+    pub(crate) fn capacity(&self) -> usize {
+        self.words.len() * 64
+    }
+    /// Its length as `len` bytes of the room it holds: a scratch buffer
+    /// shared by calls of several sizes. `len` past the room is refused.
+    pub(crate) fn set_len(&mut self, len: usize) -> bool {
+        if len > self.capacity() {
+            return false;
+        }
+        self.len = len;
+        true
+    }
     pub(crate) fn const_ptr(&self) -> *const u8 {
         self.words.as_ptr() as *const u8
     }

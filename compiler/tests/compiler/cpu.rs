@@ -288,6 +288,16 @@ fn a_smaller_batch_runs_its_variant_on_the_session_state() {
         Tensor::scalar(0.05, artifact::DType::F32),
     ];
     assert!(session.call("train_step", &full.iter().collect::<Vec<_>>()).unwrap()[0].values[0].is_finite());
+    // Every function of both modules runs in one arena, the largest
+    // function's (one each held them all resident: a train run's memory
+    // was their sum), and a call of each runs from it.
+    let largest = |m: &CpuModule| m.manifest().functions.iter().map(|f| f.arena_bytes as usize).max().unwrap();
+    let small_module = compiled(Some(rows), "variant_small_again");
+    let want = largest(session.module()).max(largest(&small_module));
+    assert_eq!(session.arena_bytes(), want.div_ceil(64) * 64);
+    let loss = session.call("loss", &refs[..2]).unwrap();
+    assert!(loss[0].values[0].is_finite());
+    assert!(session.call("train_step", &refs).unwrap()[0].values[0].is_finite());
     // A variant of another model is refused.
     let other = crate::models::cnn::build(crate::models::cnn::BATCH).unwrap();
     let mut m = other.parse(&ctx).unwrap();

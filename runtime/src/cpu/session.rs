@@ -1,7 +1,8 @@
 //! The CPU backend's session: one model's parameters and optimizer state
-//! in host memory, one arena per (module, function), and the modules that
-//! run on them (the model as first compiled, and variants of it compiled
-//! for other input shapes).
+//! in host memory, one arena that every function of every module runs in
+//! (calls run one at a time, and an arena holds a call's scratch alone),
+//! and the modules that run on them (the model as first compiled, and
+//! variants of it compiled for other input shapes).
 
 use super::CpuModule;
 use crate::artifact::{Manifest, Role};
@@ -16,8 +17,12 @@ use std::path::Path;
 pub struct CpuSession {
     modules: Vec<CpuModule>,
     symbols: HashMap<String, Bytes>,
-    /// Per (module, function).
-    arenas: HashMap<(usize, String), Bytes>,
+    /// The arena of every function of every module, as large as the
+    /// largest: a call's scratch, nothing kept between calls. (One per
+    /// function held them all resident, and a train run's memory was the
+    /// sum of `@forward`'s, `@loss`'s, `@loss_grad`'s and `@train_step`'s,
+    /// for each batch size: two to three times its step's.)
+    arena: Bytes,
     /// GEMM choices a checkpoint gave (each module added later runs them).
     pins: std::collections::BTreeMap<String, String>,
     /// The candidate every GEMM runs with, when forced (modules added
@@ -36,7 +41,7 @@ impl CpuSession {
         let mut session = CpuSession {
             modules: Vec::new(),
             symbols,
-            arenas: HashMap::new(),
+            arena: Bytes::default(),
             pins: Default::default(),
             forced: None,
             comm: None,
@@ -50,7 +55,7 @@ impl CpuSession {
     fn push(&mut self, module: CpuModule) -> Result<()> {
         let index = self.modules.len();
         let functions = &module.manifest().functions;
-        let total = functions.iter().fold(0u64, |t, f| t.saturating_add(f.arena_bytes));
+        let need = functions.iter().map(|f| f.arena_bytes).max().unwrap_or(0);
         // Arenas past the machine's memory are named by their largest
         // tensor: the kernel that writes it and where its op is written
         // (the error named no op and no file).
@@ -65,21 +70,23 @@ impl CpuSession {
                     .map(move |(_, &bytes)| (bytes, c))
             })
             .max_by_key(|(bytes, _)| *bytes);
+        let widest = functions.iter().max_by_key(|f| f.arena_bytes).map_or("", |f| f.name.as_str());
         let what = match largest {
             Some((bytes, c)) if bytes > 0 => format!(
-                "the arenas of {} functions (the largest tensor in them, {}, is read or written by '{}'{}; a \
-                 smaller --batch or a --memory-budget shrinks activations)",
+                "the arena of @{widest}, the largest of {} functions' (the largest tensor in them, {}, is read or \
+                 written by '{}'{}; a smaller --batch or a --memory-budget shrinks activations)",
                 functions.len(),
                 crate::error::human_bytes(bytes),
                 c.op,
                 c.origin.as_deref().map_or(String::new(), |o| format!(" of {o}"))
             ),
-            _ => format!("the arenas of {} functions", functions.len()),
+            _ => format!("the arena of @{widest}"),
         };
-        crate::host::check_memory(&what, total)?;
-        for f in functions {
-            let arena = Bytes::try_zeroed(f.arena_bytes as usize, &format!("the arena of @{}", f.name))?;
-            self.arenas.insert((index, f.name.clone()), arena);
+        if need as usize > self.arena.capacity() {
+            crate::host::check_memory(&what, need)?;
+            // (The smaller one is let go first: the two are never both held.)
+            self.arena = Bytes::default();
+            self.arena = Bytes::try_zeroed(need as usize, &format!("the arena of @{widest}"))?;
         }
         module.registry().pin(&self.pins);
         let mut module = module;
@@ -95,6 +102,12 @@ impl CpuSession {
         }
         self.modules.push(module);
         Ok(())
+    }
+
+    /// The bytes of the one arena every function runs in: the largest
+    /// function's of every module.
+    pub fn arena_bytes(&self) -> usize {
+        self.arena.capacity()
     }
 
     /// The module the session was created with.
@@ -182,7 +195,13 @@ impl Backend for CpuSession {
             .map(|(a, b)| match (a.role(), b) {
                 (_, Some(b)) => b,
                 (Role::Symbol(s), None) => self.symbols.remove(&s).unwrap_or_default(),
-                (_, None) => self.arenas.remove(&(index, function.to_string())).unwrap_or_default(),
+                (_, None) => {
+                    let mut arena = std::mem::take(&mut self.arena);
+                    // (Room for the largest function's: any fits.)
+                    let fits = arena.set_len(f.arena_bytes as usize);
+                    debug_assert!(fits, "the shared arena is as large as every function's");
+                    arena
+                }
             })
             .collect();
         let mut buffers = buffers;
@@ -196,7 +215,10 @@ impl Backend for CpuSession {
                     self.symbols.insert(s, b);
                 }
                 Role::Arena => {
-                    self.arenas.insert((index, function.to_string()), b);
+                    let mut b = b;
+                    let room = b.capacity();
+                    b.set_len(room);
+                    self.arena = b;
                 }
                 Role::Output => outputs.push(Tensor::new(a.shape.clone(), a.dtype, read_values(b.as_bytes(), a.dtype))),
                 Role::Input => {}

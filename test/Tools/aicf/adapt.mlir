@@ -99,7 +99,7 @@
 // RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", width = 1000000000, rule = "zero-out" }\n' > %t-huge.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/huge --adapt %t-huge.toml --no-progress 2>&1 | FileCheck %s --check-prefix=HUGE
 // HUGE: widen fc1 to 1000000000 (zero-out) on step 10 reached -> rejected
-// HUGE-SAME: the grown model (225000000031 values of parameters and optimizer state, the arenas of 3 batch sizes, the state carried into it): {{[0-9.]+}} TiB of memory needed
+// HUGE-SAME: the grown model (225000000031 values of parameters and optimizer state, the arena of the largest function of 3 batch sizes, the state carried into it): {{[0-9.]+}} TiB of memory needed
 // HUGE: final held-out accuracy
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "add-block", count = 1000000 }\n' > %t-blocks.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/blocks --adapt %t-blocks.toml 2>&1 | FileCheck %s --check-prefix=BLOCKS

@@ -157,7 +157,7 @@
 // Activations past the machine's memory name their largest tensor and the
 // op that writes it, with what shrinks them (the error named no op).
 // RUN: not aicf train %S/inputs/big-activation.mlir.txt --data %S/inputs/rows-of-8.npy --no-runs-db --out %t/bigact 2>&1 | FileCheck %s --check-prefix=BIGACT
-// BIGACT: aicf: error: the arenas of 3 functions (the largest tensor in them, 238.4 GiB, is read or written by 'll.reduce' of {{.*}}big-activation.mlir.txt:6:10; a smaller --batch or a --memory-budget shrinks activations): {{.*}} of memory needed; this machine has
+// BIGACT: aicf: error: the arena of @{{[a-z_]+}}, the largest of 3 functions' (the largest tensor in them, 238.4 GiB, is read or written by 'll.reduce' of {{.*}}big-activation.mlir.txt:6:10; a smaller --batch or a --memory-budget shrinks activations): {{.*}} of memory needed; this machine has
 // Dropout's seed and offset written as @loss's first arguments are named
 // at the op, with where they go (they were taken for data: "1 arrays for
 // the model's 3 inputs").

@@ -1128,7 +1128,8 @@ pub fn initial_state(source: &str, name: &str, options: &crate::train::Options) 
 
 /// Refuses, as a rejected rewrite and before anything is allocated, a
 /// grown model whose memory the machine does not have free: its parameters
-/// and optimizer state, the arenas of every batch size it runs at, and the
+/// and optimizer state, the arena of its largest function at any batch
+/// size it runs at (a CPU session runs every function in one), and the
 /// state carried into it as host tensors of f64 (the old state and the
 /// grown one). Each allocation was checked alone as it came, against the
 /// memory free at that moment, and zeroed pages are not counted as used
@@ -1137,9 +1138,10 @@ pub fn initial_state(source: &str, name: &str, options: &crate::train::Options) 
 fn grown_memory_fits(compiled: &[crate::train::Compiled]) -> Result<()> {
     let mut need = 0u64;
     let mut values = 0u64;
+    let mut arena = 0u64;
     for (i, c) in compiled.iter().enumerate() {
         let manifest = aicf_runtime::artifact::load_manifest(&c.dir)?;
-        need = manifest.functions.iter().fold(need, |n, f| n.saturating_add(f.arena_bytes));
+        arena = manifest.functions.iter().map(|f| f.arena_bytes).fold(arena, u64::max);
         if i == 0 {
             for s in &manifest.symbols {
                 let n = s.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
@@ -1148,11 +1150,12 @@ fn grown_memory_fits(compiled: &[crate::train::Compiled]) -> Result<()> {
             }
         }
     }
+    need = need.saturating_add(arena);
     need = need.saturating_add(values.saturating_mul(2 * std::mem::size_of::<f64>() as u64));
     aicf_runtime::host::check_memory(
         &format!(
-            "the grown model ({values} values of parameters and optimizer state, the arenas of {} batch sizes, the \
-             state carried into it)",
+            "the grown model ({values} values of parameters and optimizer state, the arena of the largest function \
+             of {} batch sizes, the state carried into it)",
             compiled.len()
         ),
         need,
