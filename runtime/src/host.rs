@@ -253,7 +253,17 @@ pub(crate) fn initial_symbols(
             let mut values = try_vec(0f32, n, &what)?;
             init.fill(&s.shape, seed, stream, &mut values).map_err(|e| err(e.to_string()))?;
             stream += 1;
-            write_values(b.as_bytes_mut(), s.dtype, &values.iter().map(|&v| v as f64).collect::<Vec<_>>());
+            // In chunks: the values whole as f64 were a second copy twice
+            // their size (an 8192 x 8192 weight's 512 MiB, whose refusal
+            // aborted the process).
+            let width = s.dtype.bytes();
+            let mut wide = Vec::with_capacity(1 << 16);
+            for (k, chunk) in values.chunks(1 << 16).enumerate() {
+                wide.clear();
+                wide.extend(chunk.iter().map(|&v| v as f64));
+                let at = k * (1 << 16) * width;
+                write_values(&mut b.as_bytes_mut()[at..at + chunk.len() * width], s.dtype, &wide);
+            }
         }
         symbols.insert(s.name.clone(), b);
     }
