@@ -3851,9 +3851,16 @@ fn bench(
         let out = trainer.backend_mut().call("train_step", &refs).map_err(|e| e.to_string())?;
         Ok(out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN))
     };
+    // The warm-up steps time GEMM candidates for shapes the machine's
+    // registry has not measured: minutes for a large model, said after the
+    // result (the wall time was many times the steps', unexplained).
+    let gemm_timing = aicf_runtime::registry::measuring_seconds();
+    let warm = Instant::now();
     for _ in 0..5 {
         one_step(&mut trainer)?;
     }
+    let warm_seconds = warm.elapsed().as_secs_f64();
+    let timed_gemms = aicf_runtime::registry::measuring_seconds() - gemm_timing;
     trainer.backend_mut().set_profiling(profile || trace.is_some());
     let mut times = Vec::new();
     let mut loss = f64::NAN;
@@ -3895,6 +3902,12 @@ fn bench(
         if loss != 0.0 && loss.abs() < 1e-3 { format!("{loss:.3e}") } else { format!("{loss:.6}") },
         steps + 5
     );
+    if timed_gemms >= 0.5 {
+        println!(
+            "(the 5 warm-up steps took {warm_seconds:.1} s, {timed_gemms:.1} s of it timing GEMM candidates for this \
+             machine's GEMM registry: a second run finds them measured)"
+        );
+    }
     // A forced candidate that could not run this model's GEMMs here (f32
     // operands for a bf16 one, a library not installed, an instruction set
     // the CPU lacks) ran them as `library`: said, since the line above
