@@ -3,7 +3,7 @@
 
 // Nothing to recompute: the budget cannot be met, and the error says what
 // is alive at the peak.
-// expected-error @below {{ll-plan-memory: @chain needs an arena of 2048 bytes (lower bound 2048) after 0 recomputations, over the budget of 1000 bytes; no recomputation lowers it further (the values alive at the peak are all needed there; a smaller batch shrinks those of activations: `aicf train --batch N` (the pass hl-set-batch), with `--accumulate` to keep the global batch). Alive at the peak (kernel #1, 'll.gemm'): memref<16x16xf32> (1024 bytes), memref<16x16xf32> (1024 bytes)}}
+// expected-error @below {{ll-plan-memory: @chain needs an arena of 2048 bytes (lower bound 2048) after 0 recomputations, over the budget of 1000 bytes; no recomputation lowers it further (the values alive at the peak are all needed there; a smaller batch shrinks those of activations: `aicf train --batch N` (the pass hl-set-batch), with `--accumulate` to keep the global batch). Alive at the peak (kernel #1, 'll.gemm'), the largest first: memref<16x16xf32> (1024 bytes), memref<16x16xf32> (1024 bytes)}}
 func.func @chain(%x: memref<16x16xf32>, %w: memref<16x16xf32>, %y: memref<16x16xf32>) {
   %a = memref.alloc() : memref<16x16xf32>
   ll.gemm %x, %w into %a : memref<16x16xf32>, memref<16x16xf32> -> memref<16x16xf32>
@@ -18,7 +18,7 @@ func.func @chain(%x: memref<16x16xf32>, %w: memref<16x16xf32>, %y: memref<16x16x
 // An output that takes its dying input's place in memory: the peak (the
 // second GEMM) lies past the input's own last use, and the list still names
 // the shared buffer.
-// expected-error @below {{Alive at the peak (kernel #2, 'll.gemm'): memref<32x128xf32> (16384 bytes)}}
+// expected-error @below {{Alive at the peak (kernel #2, 'll.gemm'), the largest first: memref<32x128xf32> (16384 bytes)}}
 func.func @in_place(%x: memref<32x64xf32>, %w: memref<128x64xf32>, %v: memref<10x128xf32>, %y: memref<32x10xf32>) {
   %a = memref.alloc() : memref<32x128xf32>
   ll.gemm %x, %w into %a transpose_b : memref<32x64xf32>, memref<128x64xf32> -> memref<32x128xf32>
@@ -30,6 +30,44 @@ func.func @in_place(%x: memref<32x64xf32>, %w: memref<128x64xf32>, %v: memref<10
     ll.yield %r : f32
   }
   ll.gemm %b, %v into %y transpose_b : memref<32x128xf32>, memref<10x128xf32> -> memref<32x10xf32>
+  return
+}
+
+// -----
+
+// Many values alive at the peak: the largest twelve, the rest counted (a
+// ResNet's list was about 80 values long).
+// expected-error @below {{Alive at the peak (kernel #14, 'll.all_reduce'), the largest first: memref<14x4xf32> (224 bytes), memref<13x4xf32> (208 bytes), memref<12x4xf32> (192 bytes), memref<11x4xf32> (176 bytes), memref<10x4xf32> (160 bytes), memref<9x4xf32> (144 bytes), memref<8x4xf32> (128 bytes), memref<7x4xf32> (112 bytes), memref<6x4xf32> (96 bytes), memref<5x4xf32> (80 bytes), memref<4x4xf32> (64 bytes), memref<3x4xf32> (48 bytes), and 2 more (48 bytes)}}
+func.func @many(%w: memref<f32>) {
+  %a0 = memref.alloc() : memref<1x4xf32>
+  ll.fill %a0, 1.0 : memref<1x4xf32>
+  %a1 = memref.alloc() : memref<2x4xf32>
+  ll.fill %a1, 1.0 : memref<2x4xf32>
+  %a2 = memref.alloc() : memref<3x4xf32>
+  ll.fill %a2, 1.0 : memref<3x4xf32>
+  %a3 = memref.alloc() : memref<4x4xf32>
+  ll.fill %a3, 1.0 : memref<4x4xf32>
+  %a4 = memref.alloc() : memref<5x4xf32>
+  ll.fill %a4, 1.0 : memref<5x4xf32>
+  %a5 = memref.alloc() : memref<6x4xf32>
+  ll.fill %a5, 1.0 : memref<6x4xf32>
+  %a6 = memref.alloc() : memref<7x4xf32>
+  ll.fill %a6, 1.0 : memref<7x4xf32>
+  %a7 = memref.alloc() : memref<8x4xf32>
+  ll.fill %a7, 1.0 : memref<8x4xf32>
+  %a8 = memref.alloc() : memref<9x4xf32>
+  ll.fill %a8, 1.0 : memref<9x4xf32>
+  %a9 = memref.alloc() : memref<10x4xf32>
+  ll.fill %a9, 1.0 : memref<10x4xf32>
+  %a10 = memref.alloc() : memref<11x4xf32>
+  ll.fill %a10, 1.0 : memref<11x4xf32>
+  %a11 = memref.alloc() : memref<12x4xf32>
+  ll.fill %a11, 1.0 : memref<12x4xf32>
+  %a12 = memref.alloc() : memref<13x4xf32>
+  ll.fill %a12, 1.0 : memref<13x4xf32>
+  %a13 = memref.alloc() : memref<14x4xf32>
+  ll.fill %a13, 1.0 : memref<14x4xf32>
+  ll.all_reduce %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7, %a8, %a9, %a10, %a11, %a12, %a13 weight %w : (memref<1x4xf32>, memref<2x4xf32>, memref<3x4xf32>, memref<4x4xf32>, memref<5x4xf32>, memref<6x4xf32>, memref<7x4xf32>, memref<8x4xf32>, memref<9x4xf32>, memref<10x4xf32>, memref<11x4xf32>, memref<12x4xf32>, memref<13x4xf32>, memref<14x4xf32>), memref<f32>
   return
 }
 

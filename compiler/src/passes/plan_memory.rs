@@ -872,14 +872,24 @@ fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomput
     // The spans the lower bound was summed over: a root's own, extended by
     // the in-place outputs that share it.
     let t = placed.peak_step;
-    let mut alive: Vec<String> = Vec::new();
+    let mut alive: Vec<(u64, String)> = Vec::new();
     for (b, buf) in model.bufs.iter().enumerate() {
         if placed.root[b] != b {
             continue;
         }
         if placed.spans[b].is_some_and(|(f, l)| f <= t && t <= l) {
-            alive.push(format!("{} ({} bytes)", buf.ty, buf.bytes));
+            alive.push((buf.bytes, format!("{} ({} bytes)", buf.ty, buf.bytes)));
         }
+    }
+    // The largest first, at most 12 (a ResNet's peak listed about 80, 3 KB
+    // of text): the rest counted with their bytes.
+    alive.sort_by(|a, b| b.0.cmp(&a.0));
+    const SHOWN: usize = 12;
+    let rest: u64 = alive.iter().skip(SHOWN).map(|(bytes, _)| bytes).sum();
+    let more = alive.len().saturating_sub(SHOWN);
+    let mut alive: Vec<String> = alive.into_iter().take(SHOWN).map(|(_, text)| text).collect();
+    if more > 0 {
+        alive.push(format!("and {more} more ({rest} bytes)"));
     }
     let at = model.steps.get(t).map(|s| s.name.clone()).unwrap_or_default();
     // (A budget holds for every function: a percentage one is of the
@@ -894,7 +904,7 @@ fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomput
         "@{name} needs an arena of {} bytes (lower bound {}) after {recomputed} recomputations, over the budget of \
          {budget} bytes{every}; no recomputation lowers it further (the values alive at the peak are all needed there; a \
          smaller batch shrinks those of activations: `aicf train --batch N` (the pass hl-set-batch), with \
-         `--accumulate` to keep the global batch). Alive at the peak (kernel #{t}, '{at}'): {}",
+         `--accumulate` to keep the global batch). Alive at the peak (kernel #{t}, '{at}'), the largest first: {}",
         placed.arena,
         placed.lower_bound,
         alive.join(", ")
