@@ -244,8 +244,13 @@ pub(crate) fn initial_symbols(
                         s.shape
                     )));
                 }
-                let values = read_values(&entry.bytes, DType::F32);
-                write_values(b.as_bytes_mut(), s.dtype, &values);
+                // (In chunks, as drawn values are below.)
+                let width = s.dtype.bytes();
+                for (k, chunk) in entry.bytes.chunks(4 << 16).enumerate() {
+                    let values = read_values(chunk, DType::F32);
+                    let at = k * (1 << 16) * width;
+                    write_values(&mut b.as_bytes_mut()[at..at + values.len() * width], s.dtype, &values);
+                }
                 stream += 1;
                 symbols.insert(s.name.clone(), b);
                 continue;

@@ -192,12 +192,23 @@ pub fn measuring_seconds() -> f64 {
     MEASURING_NS.load(std::sync::atomic::Ordering::Relaxed) as f64 * 1e-9
 }
 
-/// Adds the time from its start to its drop to [`measuring_seconds`].
-pub(crate) struct MeasuringTimer(std::time::Instant);
+/// Of [`MEASURING_NS`], the time spent on shapes the machine's registry
+/// had no decision for (not the re-checks of recorded ones).
+static FIRST_MEASURING_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Seconds this process has spent timing GEMM candidates for shapes the
+/// machine's registry had not measured: what a second run does not spend.
+pub fn first_measuring_seconds() -> f64 {
+    FIRST_MEASURING_NS.load(std::sync::atomic::Ordering::Relaxed) as f64 * 1e-9
+}
+
+/// Adds the time from its start to its drop to [`measuring_seconds`] (and,
+/// for a shape the registry had not measured, [`first_measuring_seconds`]).
+pub(crate) struct MeasuringTimer(std::time::Instant, bool);
 
 impl MeasuringTimer {
-    pub(crate) fn start() -> Self {
-        MeasuringTimer(std::time::Instant::now())
+    pub(crate) fn start(first: bool) -> Self {
+        MeasuringTimer(std::time::Instant::now(), first)
     }
 }
 
@@ -205,6 +216,9 @@ impl Drop for MeasuringTimer {
     fn drop(&mut self) {
         let ns = u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         MEASURING_NS.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+        if self.1 {
+            FIRST_MEASURING_NS.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 

@@ -268,10 +268,17 @@ fn a_failed_compile_keeps_the_earlier_artifact() {
     };
     let first = compile(std::path::Path::new("../examples/mlp/digits_mlp.mlir"), None);
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    // What else the user keeps in the artifact's directory, and its mode,
+    // stay through a compile into it (the swap removed them).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(art.join("notes.txt"), "mine").unwrap();
+    std::fs::create_dir(art.join("runs")).unwrap();
+    std::fs::set_permissions(&art, std::fs::Permissions::from_mode(0o750)).unwrap();
     let files = |d: &PathBuf| {
         let mut f: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
             .unwrap()
             .flatten()
+            .filter(|e| e.path().is_file())
             .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
             .collect();
         f.sort();
@@ -305,6 +312,29 @@ fn a_failed_compile_keeps_the_earlier_artifact() {
     let after = files(&art);
     assert!(manifest(&after).contains("l39.weight") && !manifest(&after).contains("fc1.weight"));
     assert_eq!(left(), Vec::<String>::new());
+    assert_eq!(std::fs::read_to_string(art.join("notes.txt")).unwrap(), "mine");
+    assert!(art.join("runs").is_dir());
+    assert_eq!(std::fs::metadata(&art).unwrap().permissions().mode() & 0o777, 0o750);
+    // Without a home for the kernel cache it lives in the artifact's
+    // directory: a second compile into it finds its kernels (it looked in
+    // the staging directory, empty each time).
+    let homeless = |tag: &str| {
+        Command::new(env!("CARGO_BIN_EXE_aicf"))
+            .arg("compile")
+            .arg("../examples/mlp/digits_mlp.mlir")
+            .args(["--batch", "24", "-o"])
+            .arg(dir.join("homeless"))
+            .env_remove("AICF_CACHE_DIR")
+            .env("HOME", "")
+            .output()
+            .unwrap_or_else(|e| panic!("{tag}: {e}"))
+    };
+    let cold = homeless("cold");
+    assert!(cold.status.success(), "{}", String::from_utf8_lossy(&cold.stderr));
+    let warm = homeless("warm");
+    let said = String::from_utf8_lossy(&warm.stdout);
+    assert!(said.contains(" 0 compiled,"), "{said}");
+    assert!(dir.join("homeless/kernel-cache").is_dir());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

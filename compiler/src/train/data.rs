@@ -682,6 +682,10 @@ pub struct DataOptions {
     /// (a table of features alone, arrays for the data inputs alone); those
     /// given are read as numbers and not checked (they feed nothing).
     pub predicting: bool,
+    /// Read for a run that starts training (not a resume, an evaluation or
+    /// a prediction): advice on how to read the data (8-bit images as 0 to
+    /// 1) is for it alone, as a checkpoint's run read its data its way.
+    pub starting: bool,
 }
 
 /// Per-feature mean and standard deviation of a data input's values over
@@ -781,6 +785,7 @@ impl Default for DataOptions {
             standardize: false,
             feature_stats: None,
             predicting: false,
+            starting: false,
         }
     }
 }
@@ -2895,14 +2900,7 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
         // 8-bit images train as their 0 to 255, which a PyTorch user expects
         // as 0 to 1 (ToTensor's): said where a run starts on them (a model
         // without a norm took inputs 255 times too large unsaid).
-        if scaled
-            && a.bytes
-            && !options.predicting
-            && !options.standardize
-            && options.feature_scale.is_none()
-            && options.feature_stats.is_none()
-            && values.iter().any(|&v| v > 1.0)
-        {
+        if scaled && a.bytes && options.starting && !options.standardize && values.iter().any(|&v| v > 1.0) {
             notes.push(format!(
                 "{}: 8-bit values, read as they are (0 to 255); PyTorch's ToTensor divides images by 255: give x / \
                  255 as float32 (or --standardize) to train on 0 to 1",

@@ -1320,6 +1320,7 @@ fn fit_run(
         seed: run.seed,
         vocabulary: vocabulary.or(run.data.vocabulary.clone()),
         feature_stats: feature_stats.or(run.data.feature_stats.clone()),
+        starting: resume.is_none(),
         ..run.data.clone()
     };
     let mut dataset = Dataset::load(data, &sig, &data_options)?;
@@ -2239,9 +2240,15 @@ impl<'a> Loop<'a> {
         let mine = slots(ours("optimizer"), ours("momentum"));
         if run.override_resume && meta.contains_key("optimizer") && theirs != mine {
             self.adaptive.trainer_mut().load_parameters(path, !other_batch)?;
+            // (Plain SGD keeps no state to speak of.)
+            let held = if theirs == "SGD" {
+                "was trained with SGD, which keeps no optimizer state".to_string()
+            } else {
+                format!("holds {theirs}'s state")
+            };
             report.note(&format!(
-                "{}: the checkpoint holds {theirs}'s state; this run's {mine} starts afresh on its parameters (no \
-                 optimizer state carried)",
+                "{}: the checkpoint {held}; this run's {mine} starts afresh on its parameters (no optimizer state \
+                 carried)",
                 path.display()
             ));
         } else {

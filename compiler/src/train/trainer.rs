@@ -1130,15 +1130,12 @@ impl Trainer {
     /// loaded weights: a checkpoint of a run with another optimizer (SGD's
     /// momentum, Adam's moments) goes on under this one. With `same_ir`
     /// false, of this model at another batch size. The step count is the
-    /// checkpoint's; returns its metadata.
+    /// checkpoint's; returns its metadata. A checkpoint that does not load
+    /// changes nothing.
     pub fn load_parameters(&mut self, path: &Path, same_ir: bool) -> Result<BTreeMap<String, String>> {
-        let before = self.state();
         let metadata = self.load_checkpoint_of(path, same_ir, false)?;
-        if let Err(e) = super::adapt::rewrite::reset_optimizer_state(self) {
-            // (Nothing half loaded: the state before is put back.)
-            let _ = self.set_state(&before);
-            return Err(e);
-        }
+        // (In place, each slot's bytes: a symbol of this manifest's own.)
+        super::adapt::rewrite::reset_optimizer_state(self)?;
         Ok(metadata)
     }
 

@@ -2621,7 +2621,13 @@ fn a_batch_norm_without_running_statistics_trains_on_the_batchs() {
     let imported = onnx::import_model(&model, "bn.onnx", &dir, &options).unwrap();
     let x: Vec<f64> = (0..72).map(|i| ((i * 29) % 17) as f64 * 0.25 - 2.0).collect();
     let mut trainer = sgd_trainer(&imported, &dir, "bn");
-    let y = trainer.predict(&[&Tensor::new([4, 2, 3, 3], aicf_runtime::artifact::DType::F32, x.clone())]).unwrap();
+    let features = Tensor::new([4, 2, 3, 3], aicf_runtime::artifact::DType::F32, x.clone());
+    let y = trainer.predict(&[&features]).unwrap();
+    // And @loss, the training branch (a squared error against zeros: the
+    // mean of the normalised values' squares, by hand below).
+    let zeros = Tensor::new([4, 2, 3, 3], aicf_runtime::artifact::DType::F32, vec![0.0; 72]);
+    let loss = trainer.loss(&[&features, &zeros]).unwrap();
+    let mut squares = 0.0;
     for c in 0..2 {
         let of = |b: usize, k: usize| x[(b * 2 + c) * 9 + k];
         let all: Vec<f64> = (0..4).flat_map(|b| (0..9).map(move |k| (b, k))).map(|(b, k)| of(b, k)).collect();
@@ -2633,9 +2639,11 @@ fn a_batch_norm_without_running_statistics_trains_on_the_batchs() {
                 let want = (of(batch, k) - mean) / (var + 1e-5).sqrt() * w + b;
                 let got = y[0].values[(batch * 2 + c) * 9 + k];
                 assert!((got - want).abs() < 1e-5, "channel {c}, row {batch}, element {k}: {got} against {want}");
+                squares += want * want;
             }
         }
     }
+    assert!((loss - squares / 72.0).abs() < 1e-5, "@loss {loss} against {}", squares / 72.0);
     // Given as constants, they would train an evaluation-mode norm.
     let mut constants = one_node_model(
         "bn",

@@ -363,12 +363,17 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
     // 8-bit images train as their 0 to 255: said (PyTorch's ToTensor
     // gives 0 to 1); a float array of the same values is not.
     let bytes = typed(&dir.join("x-u8.npy"), &shape, x.iter().map(|&v| (v * 240.0) as u8).collect());
-    let read = Dataset::load(&[bytes, py.clone()], &sig, &options).unwrap();
+    let starting = DataOptions { starting: true, ..options.clone() };
+    let read = Dataset::load(&[bytes.clone(), py.clone()], &sig, &starting).unwrap();
     assert!(
         read.notes.iter().any(|n| n.contains("x-u8.npy: 8-bit values, read as they are (0 to 255)")),
         "{:?}",
         read.notes
     );
+    // Not for a resume, an evaluation or a prediction: the checkpoint's run
+    // read them so.
+    let again = Dataset::load(&[bytes, py.clone()], &sig, &options).unwrap();
+    assert!(again.notes.iter().all(|n| !n.contains("8-bit")), "{:?}", again.notes);
     assert!(from_npy.notes.iter().all(|n| !n.contains("8-bit")), "{:?}", from_npy.notes);
 
     // Channels in the other order than the model's, either way: the

@@ -413,7 +413,7 @@ impl CpuModule {
         if let (Some(choice), None) = (known, predicted) {
             return choice;
         }
-        let _timing = crate::registry::MeasuringTimer::start();
+        let _timing = crate::registry::MeasuringTimer::start(known.is_none());
         // Timed from a cold cache, as inside a train step, where the
         // kernels between two uses of a weight evict it. The eviction
         // buffer is allocated once per process (a new model after a

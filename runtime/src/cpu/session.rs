@@ -84,9 +84,20 @@ impl CpuSession {
         };
         if need as usize > self.arena.capacity() {
             crate::host::check_memory(&what, need)?;
-            // (The smaller one is let go first: the two are never both held.)
+            // (The smaller one is let go first: the two are never both held.
+            // Where the larger is refused, the smaller is had again, so the
+            // modules already added still run.)
+            let before = self.arena.capacity();
             self.arena = Bytes::default();
-            self.arena = Bytes::try_zeroed(need as usize, &format!("the arena of @{widest}"))?;
+            match Bytes::try_zeroed(need as usize, &format!("the arena of @{widest}")) {
+                Ok(arena) => self.arena = arena,
+                Err(e) => {
+                    if let Ok(arena) = Bytes::try_zeroed(before, "the arena") {
+                        self.arena = arena;
+                    }
+                    return Err(e);
+                }
+            }
         }
         module.registry().pin(&self.pins);
         let mut module = module;
@@ -197,9 +208,10 @@ impl Backend for CpuSession {
                 (Role::Symbol(s), None) => self.symbols.remove(&s).unwrap_or_default(),
                 (_, None) => {
                     let mut arena = std::mem::take(&mut self.arena);
-                    // (Room for the largest function's: any fits.)
-                    let fits = arena.set_len(f.arena_bytes as usize);
-                    debug_assert!(fits, "the shared arena is as large as every function's");
+                    // (Room for the largest function's: any fits. One that
+                    // does not, after a refused growth, is left at its room,
+                    // and the call's size check names it.)
+                    arena.set_len(f.arena_bytes as usize);
                     arena
                 }
             })

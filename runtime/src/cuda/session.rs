@@ -535,7 +535,7 @@ impl CudaSession {
         g: &LibraryGemm,
         gpu: &GpuGemm,
     ) -> Result<(f64, f64)> {
-        let _timing = crate::registry::MeasuringTimer::start();
+        let _timing = crate::registry::MeasuringTimer::start(true);
         let size = |p: usize| -> usize {
             let elements = if p == g.a {
                 g.a_batch * g.batch.saturating_sub(1) + g.m * g.k

@@ -23,7 +23,7 @@
 // so Adam starts afresh on its parameters, and says so; back to SGD, the
 // Adam run's moments are not carried either.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume --override-resume 2>&1 | FileCheck %s --check-prefix=SWITCHED
-// SWITCHED: note: {{.*}}last.safetensors: the checkpoint holds SGD's state; this run's Adam starts afresh on its parameters (no optimizer state carried)
+// SWITCHED: note: {{.*}}last.safetensors: the checkpoint was trained with SGD, which keeps no optimizer state; this run's Adam starts afresh on its parameters (no optimizer state carried)
 // SWITCHED: resumed from {{.*}}sgd/last.safetensors at epoch 1
 // SWITCHED: epoch   2/2
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 3 --out %t/run --checkpoint-dir %t/sgd --resume --override-resume 2>&1 | FileCheck %s --check-prefix=BACK

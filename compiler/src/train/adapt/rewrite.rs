@@ -1059,13 +1059,20 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
 /// start over as in a fresh run. Other states (a masked growth's counters,
 /// fp16's loss scale, a batch norm's running statistics) are kept.
 pub fn reset_optimizer_state(trainer: &mut Trainer) -> Result<()> {
-    let mut state = trainer.state();
-    for (name, t) in state.iter_mut() {
-        if name == "step" || split_symbol(name).1.is_some() {
-            t.values.iter_mut().for_each(|v| *v = 0.0);
-        }
+    // Zeroed in place, a tensor at a time: the whole state copied out as
+    // f64 and set back took several times its memory.
+    let zeroed: Vec<(String, usize)> = trainer
+        .backend()
+        .manifest()
+        .symbols
+        .iter()
+        .filter(|s| s.name == "step" || split_symbol(&s.name).1.is_some())
+        .map(|s| (s.name.clone(), s.shape.iter().product::<usize>() * s.dtype.bytes()))
+        .collect();
+    for (name, bytes) in zeroed {
+        trainer.backend_mut().set_symbol_bytes(&name, &vec![0u8; bytes])?;
     }
-    trainer.set_state(&state)
+    Ok(())
 }
 
 /// Shrink and perturb (Ash and Adams 2020) after a growth: every
