@@ -137,6 +137,17 @@ impl DType {
             DType::I1 | DType::U8 => 1,
         }
     }
+
+    /// The largest finite value of a 16- or 32-bit float type (a larger
+    /// one would be stored as an infinity); `None` for f64 and integers.
+    pub fn largest_float(self) -> Option<f64> {
+        match self {
+            DType::F32 => Some(f32::MAX as f64),
+            DType::BF16 => Some(half::bf16::MAX.to_f64()),
+            DType::F16 => Some(half::f16::MAX.to_f64()),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -66,9 +66,6 @@ fn dtype_of(name: &str) -> Option<DType> {
 pub fn remove_stale_partials(path: &Path) {
     let (Some(dir), Some(stem)) = (path.parent(), path.file_stem().and_then(|s| s.to_str())) else { return };
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
     let Ok(listing) = std::fs::read_dir(dir) else { return };
     let prefix = format!("{stem}.partial");
     for entry in listing.flatten() {
@@ -76,10 +73,17 @@ pub fn remove_stale_partials(path: &Path) {
         let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+        if process_gone(pid) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
+}
+
+/// Whether process `pid` has ended, as `/proc` says: never this process,
+/// and none where there is no `/proc` to ask (a temporary file or directory
+/// of a live process is not taken for one a killed process left).
+pub fn process_gone(pid: u32) -> bool {
+    pid != std::process::id() && Path::new("/proc/self").exists() && !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// The temporary files a save in progress writes (NUL-terminated paths

@@ -244,13 +244,9 @@ pub(crate) fn initial_symbols(
                         s.shape
                     )));
                 }
-                // (In chunks, as drawn values are below.)
-                let width = s.dtype.bytes();
-                for (k, chunk) in entry.bytes.chunks(4 << 16).enumerate() {
-                    let values = read_values(chunk, DType::F32);
-                    let at = k * (1 << 16) * width;
-                    write_values(&mut b.as_bytes_mut()[at..at + values.len() * width], s.dtype, &values);
-                }
+                let values =
+                    entry.bytes.chunks_exact(4).map(|v| f64::from(f32::from_le_bytes([v[0], v[1], v[2], v[3]])));
+                write_chunked(b.as_bytes_mut(), s.dtype, values);
                 stream += 1;
                 symbols.insert(s.name.clone(), b);
                 continue;
@@ -258,21 +254,28 @@ pub(crate) fn initial_symbols(
             let mut values = try_vec(0f32, n, &what)?;
             init.fill(&s.shape, seed, stream, &mut values).map_err(|e| err(e.to_string()))?;
             stream += 1;
-            // In chunks: the values whole as f64 were a second copy twice
-            // their size (an 8192 x 8192 weight's 512 MiB, whose refusal
-            // aborted the process).
-            let width = s.dtype.bytes();
-            let mut wide = Vec::with_capacity(1 << 16);
-            for (k, chunk) in values.chunks(1 << 16).enumerate() {
-                wide.clear();
-                wide.extend(chunk.iter().map(|&v| v as f64));
-                let at = k * (1 << 16) * width;
-                write_values(&mut b.as_bytes_mut()[at..at + chunk.len() * width], s.dtype, &wide);
-            }
+            write_chunked(b.as_bytes_mut(), s.dtype, values.iter().map(|&v| f64::from(v)));
         }
         symbols.insert(s.name.clone(), b);
     }
     Ok(symbols)
+}
+
+/// Writes `values` into `out` as `dtype` elements, a chunk at a time: a
+/// tensor's values whole as f64 were a copy twice its f32 size (an 8192 x
+/// 8192 weight's 512 MiB, whose refusal aborted the process). Values past
+/// `out`'s room are left out.
+fn write_chunked(out: &mut [u8], dtype: DType, values: impl Iterator<Item = f64>) {
+    const CHUNK: usize = 1 << 16;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    let mut slots = out.chunks_mut(CHUNK * dtype.bytes());
+    let mut values = values.peekable();
+    while values.peek().is_some() {
+        let Some(slot) = slots.next() else { return };
+        chunk.clear();
+        chunk.extend(values.by_ref().take(slot.len() / dtype.bytes()));
+        write_values(slot, dtype, &chunk);
+    }
 }
 
 /// Why `inputs` do not fit `f`'s inputs (count, shape or type), if they do not.
@@ -332,12 +335,7 @@ pub(crate) fn check_integer_inputs(f: &Function, inputs: &[&Tensor]) -> std::res
             // an infinity (1e39 in an f32), which then went unnamed: the
             // step ran and the loss's NaN blamed the learning rate. (One
             // pass over the values for both.)
-            let most = match a.dtype {
-                DType::F32 => f32::MAX as f64,
-                DType::BF16 => half::bf16::MAX.to_f64(),
-                DType::F16 => half::f16::MAX.to_f64(),
-                _ => f64::MAX,
-            };
+            let most = a.dtype.largest_float().unwrap_or(f64::MAX);
             // Other functions compute on NaN as IEEE says, but a value past
             // the range is no value of the type (`predict` on 1e40 gave NaN,
             // where the step refused it).

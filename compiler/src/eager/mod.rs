@@ -1852,12 +1852,7 @@ fn check_integers(dtype: HostDType, values: &[f64]) -> Result<()> {
 /// compiled runtime refuses it too). An update's overflow is not refused
 /// here: its loss says it.
 fn check_float_range(dtype: HostDType, values: &[f64]) -> Result<()> {
-    let most = match dtype {
-        HostDType::F32 => f32::MAX as f64,
-        HostDType::BF16 => half::bf16::MAX.to_f64(),
-        HostDType::F16 => half::f16::MAX.to_f64(),
-        _ => return Ok(()),
-    };
+    let Some(most) = dtype.largest_float() else { return Ok(()) };
     match values.iter().position(|v| v.is_finite() && v.abs() > most) {
         Some(k) => Err(EagerError::Invalid(format!(
             "value {k} is {:e}, beyond {dtype:?}'s range ({most:e}): it would be an infinity",

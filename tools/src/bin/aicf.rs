@@ -3039,7 +3039,7 @@ impl Staged {
             let file = entry.file_name().to_string_lossy().into_owned();
             let pid = file.strip_prefix(&prefix).map(|p| p.trim_end_matches(".old"));
             if let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok())
-                && !Path::new(&format!("/proc/{pid}")).exists()
+                && aicf_runtime::checkpoint::process_gone(pid)
             {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
