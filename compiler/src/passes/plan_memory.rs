@@ -228,7 +228,22 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
         let mut recomputed = 0;
         let mut model = Model::build(block);
         let mut placed = model.place();
+        if budget > 0 && placed.arena > budget {
+            // First the bound: no placement fits the budget while the most
+            // bytes alive at one step exceed it, and ranking by the bound
+            // needs no placement (a first fit is quadratic in the buffers,
+            // a round of the search below places 30 or more: the search
+            // was cubic in the model's depth, 64 GPT blocks 263 s).
+            while model.lower_bound() > budget {
+                let Some(cand) = model.lowering_the_bound() else { break };
+                recomputed += recompute(block, &model, &cand)?;
+                model = Model::build(block);
+            }
+            placed = model.place();
+        }
         if budget > 0 {
+            // Then the placement: a bound under the budget can still leave
+            // the arena over it (fragmentation).
             while placed.arena > budget {
                 // The best cheap recomputation; a GEMM only when no cheap one
                 // helps. Candidates are scored by largest-first placement
@@ -331,11 +346,10 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
     Ok(plans)
 }
 
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct Buf {
     alloc: MlirOperation,
     bytes: u64,
-    ty: Rc<str>,
 }
 
 #[derive(Clone)]
@@ -366,6 +380,9 @@ struct Model {
 struct Candidate {
     step: usize,
     before: usize,
+    /// the last use of the output before `before` (its copy is dead
+    /// between the two)
+    after: usize,
 }
 
 struct Placed {
@@ -401,11 +418,19 @@ struct Merged {
     in_place: usize,
     peak_step: usize,
     lower_bound: u64,
+    /// how many steps reach it
+    at_peak: usize,
+    /// the bytes alive at each step
+    alive: Vec<u64>,
 }
 
 /// How many cheap recomputations, those that lower the bound most, a
 /// round of the budgeted plan places to choose among.
 const PLACED_CANDIDATES: usize = 32;
+
+/// How many recomputations of each kind, those estimated to lower the
+/// bound most, a round of the bound's search measures.
+const MEASURED_CANDIDATES: usize = 8;
 
 /// The greedy placement orders [`Model::place`] tries.
 const PLACEMENT_ORDERS: usize = 4;
@@ -444,11 +469,7 @@ impl Model {
                 let s = ir::buffer_spec(r).unwrap_or(crate::types::TensorSpec::new([], crate::types::DType::I1));
                 let elt = ir::dtype_bytes(s.dtype);
                 buf_of.insert(key(r), bufs.len());
-                bufs.push(Buf {
-                    alloc: op,
-                    bytes: (s.num_elements() as u64).saturating_mul(elt).max(1),
-                    ty: ir::type_text(unsafe { mlirValueGetType(r) }).into(),
-                });
+                bufs.push(Buf { alloc: op, bytes: (s.num_elements() as u64).saturating_mul(elt).max(1) });
                 continue;
             }
             if name == "ll.reshape" {
@@ -581,14 +602,15 @@ impl Model {
             })
             .collect();
         let (peak_step, lower_bound) = alive.iter().copied().enumerate().max_by_key(|&(_, a)| a).unwrap_or((0, 0));
-        Merged { root, span, roots, in_place, peak_step, lower_bound }
+        let at_peak = alive.iter().filter(|&&a| a == lower_bound).count();
+        Merged { root, span, roots, in_place, peak_step, lower_bound, at_peak, alive }
     }
 
     /// The plan by the first `orders` placement orders (largest first
     /// alone: 1).
     fn place_by(&self, orders: usize) -> Placed {
         let n = self.bufs.len();
-        let Merged { root, span, roots, in_place, peak_step, lower_bound } = self.merged();
+        let Merged { root, span, roots, in_place, peak_step, lower_bound, .. } = self.merged();
         // Placement: each buffer at the lowest offset free over its
         // lifetime, in an order. Largest first is the rule (TFLite's and
         // XLA's heap simulator's greedy by size); where it leaves the arena
@@ -634,30 +656,138 @@ impl Model {
     /// that it does not read, re-run before a later use that is not the
     /// first one after it.
     fn candidates(&self) -> Vec<Candidate> {
+        // Each buffer's readers and writers, and each argument's writers,
+        // by step: one pass (a scan of the later steps for each kernel was
+        // quadratic in the depth, every round of the search).
+        let mut readers: Vec<Vec<usize>> = vec![Vec::new(); self.bufs.len()];
+        let mut last_writer: Vec<Option<usize>> = vec![None; self.bufs.len()];
+        let mut arg_writers: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (t, s) in self.steps.iter().enumerate() {
+            for &b in &s.reads {
+                if readers[b].last() != Some(&t) {
+                    readers[b].push(t);
+                }
+            }
+            for &b in &s.writes {
+                last_writer[b] = Some(t);
+            }
+            for &a in &s.writes_args {
+                arg_writers.entry(a).or_default().push(t);
+            }
+        }
+        // whether a step in (k, next) writes an argument `s` reads
+        let clobbered = |s: &Step, k: usize, next: usize| {
+            s.reads_args.iter().any(|a| {
+                arg_writers.get(a).is_some_and(|w| {
+                    let i = w.partition_point(|&t| t <= k);
+                    w.get(i).is_some_and(|&t| t < next)
+                })
+            })
+        };
         let mut out = Vec::new();
         for (k, s) in self.steps.iter().enumerate() {
             if !recomputable(s) || s.writes.len() != 1 || !s.writes_args.is_empty() || s.reads.contains(&s.writes[0]) {
                 continue;
             }
             let b = s.writes[0];
-            let uses: Vec<usize> = (k + 1..self.steps.len()).filter(|&t| self.steps[t].reads.contains(&b)).collect();
-            if self.steps[k + 1..].iter().any(|t| t.writes.contains(&b)) {
+            if last_writer[b].is_some_and(|t| t > k) {
                 continue;
             }
-            for w in uses.windows(2) {
+            let from = readers[b].partition_point(|&t| t <= k);
+            for w in readers[b][from..].windows(2) {
                 let (prev, next) = (w[0], w[1]);
                 if next <= prev + 1 {
                     continue;
                 }
                 // the recomputed kernel's argument inputs must be unchanged
-                let clobbered =
-                    self.steps[k + 1..next].iter().any(|t| t.writes_args.iter().any(|a| s.reads_args.contains(a)));
-                if !clobbered {
-                    out.push(Candidate { step: k, before: next });
+                if !clobbered(s, k, next) {
+                    out.push(Candidate { step: k, before: next, after: prev });
                 }
             }
         }
         out
+    }
+
+    /// The recomputation that lowers the bound ([`Model::lower_bound`])
+    /// most, a cheap one where one lowers it (as the placed search below
+    /// ranks them); None where none does. Where several steps reach the
+    /// bound, no one recomputation may lower it: one that takes a step
+    /// off it, the bound kept, counts as lowering it (the pair of the
+    /// bound and its number of steps goes down each round, so the search
+    /// ends). Each candidate is first estimated on the steps' profile (its
+    /// output dead between its last use and the copy, its inputs kept
+    /// alive to the copy: a few range additions), the `PLACED_CANDIDATES`
+    /// best of each kind then built and measured; every candidate only
+    /// where those do not help.
+    fn lowering_the_bound(&self) -> Option<Candidate> {
+        let merged = self.merged();
+        let current = (merged.lower_bound, merged.at_peak);
+        let candidates = self.candidates();
+        let spans = self.spans();
+        let mut tree = PeakTree::new(&merged.alive);
+        let estimate = |tree: &mut PeakTree, c: &Candidate| -> (u64, usize) {
+            let s = &self.steps[c.step];
+            let mut changes: Vec<(usize, usize, i128)> = Vec::new();
+            if c.after + 1 < c.before {
+                changes.push((c.after + 1, c.before - 1, -i128::from(align(self.bufs[s.writes[0]].bytes))));
+            }
+            for &r in &s.reads {
+                let root = root_of(&merged.root, r);
+                if let Some((_, l)) = merged.span[root].filter(|&(_, l)| l < c.before) {
+                    changes.push((l + 1, c.before, i128::from(align(self.bufs[root].bytes))));
+                }
+            }
+            for &(lo, hi, d) in &changes {
+                tree.add(lo, hi, d);
+            }
+            let peak = tree.peak();
+            for &(lo, hi, d) in &changes {
+                tree.add(lo, hi, -d);
+            }
+            peak
+        };
+        let exact = |c: &Candidate| {
+            let m = self.with(c, &spans).merged();
+            (m.lower_bound, m.at_peak)
+        };
+        let best_of = |measured: Vec<((u64, usize), Candidate)>| {
+            measured
+                .into_iter()
+                .filter(|&(b, _)| b < current)
+                .min_by_key(|&(b, c)| (b, c.step, c.before))
+                .map(|(_, c)| c)
+        };
+        // The `MEASURED_CANDIDATES` best estimates of each kind, cheap
+        // first; then, where none of those helps, the cheap ones and then
+        // all of them down the estimates, in batches twice as large each
+        // time, until one helps (measuring every candidate took more than
+        // the rest of a deep model's search).
+        let mut estimated: Vec<((u64, usize), Candidate, bool)> =
+            candidates.iter().map(|c| (estimate(&mut tree, c), *c, cheap(&self.steps[c.step]))).collect();
+        estimated.sort_by_key(|&(b, c, _)| (b, c.step, c.before));
+        let of_kind = |kind: Option<bool>| -> Vec<Candidate> {
+            estimated.iter().filter(|e| kind.is_none_or(|k| e.2 == k)).map(|e| e.1).collect()
+        };
+        for kind in [true, false] {
+            let first = of_kind(Some(kind));
+            let measured = first.iter().take(MEASURED_CANDIDATES).map(|c| (exact(c), *c)).collect();
+            if let Some(c) = best_of(measured) {
+                return Some(c);
+            }
+        }
+        for kind in [Some(true), None] {
+            let all = of_kind(kind);
+            let (mut from, mut size) = (0, MEASURED_CANDIDATES);
+            while from < all.len() {
+                let to = (from + size).min(all.len());
+                let measured = all[from..to].iter().map(|c| (exact(c), *c)).collect();
+                if let Some(c) = best_of(measured) {
+                    return Some(c);
+                }
+                (from, size) = (to, size * 2);
+            }
+        }
+        None
     }
 
     /// The steps `c` re-runs, producers first: the kernel itself and,
@@ -707,7 +837,7 @@ impl Model {
         for &k in &chain {
             let old = self.steps[k].writes[0];
             let fresh = m.bufs.len();
-            m.bufs.push(self.bufs[old].clone());
+            m.bufs.push(self.bufs[old]);
             let mut copy = Step::clone(&self.steps[k]);
             copy.writes = vec![fresh];
             copy.same_index.clear();
@@ -739,6 +869,72 @@ impl Model {
             }
         }
         m
+    }
+}
+
+/// The bytes alive at each step under range additions, and their most
+/// at one step: a segment tree whose nodes keep their range's most and
+/// the addition to all of it (no push-down: an addition is undone by
+/// adding its negative).
+struct PeakTree {
+    leaves: usize,
+    most: Vec<i128>,
+    /// how many steps of the node's range are at its most
+    at_most: Vec<usize>,
+    added: Vec<i128>,
+}
+
+impl PeakTree {
+    fn new(alive: &[u64]) -> PeakTree {
+        let leaves = alive.len().max(1).next_power_of_two();
+        let mut tree = PeakTree {
+            leaves,
+            most: vec![i128::MIN / 4; 2 * leaves],
+            at_most: vec![1; 2 * leaves],
+            added: vec![0; 2 * leaves],
+        };
+        for (i, &a) in alive.iter().enumerate() {
+            tree.most[leaves + i] = i128::from(a);
+        }
+        for node in (1..leaves).rev() {
+            tree.join(node);
+        }
+        tree
+    }
+
+    fn join(&mut self, node: usize) {
+        let (l, r) = (self.most[2 * node], self.most[2 * node + 1]);
+        self.most[node] = self.added[node] + l.max(r);
+        self.at_most[node] = match l.cmp(&r) {
+            std::cmp::Ordering::Greater => self.at_most[2 * node],
+            std::cmp::Ordering::Less => self.at_most[2 * node + 1],
+            std::cmp::Ordering::Equal => self.at_most[2 * node] + self.at_most[2 * node + 1],
+        };
+    }
+
+    /// Adds `d` at the steps `lo..=hi`.
+    fn add(&mut self, lo: usize, hi: usize, d: i128) {
+        self.add_at(1, 0, self.leaves - 1, lo, hi.min(self.leaves - 1), d);
+    }
+
+    fn add_at(&mut self, node: usize, from: usize, to: usize, lo: usize, hi: usize, d: i128) {
+        if hi < from || to < lo || lo > hi {
+            return;
+        }
+        if lo <= from && to <= hi {
+            self.most[node] += d;
+            self.added[node] += d;
+            return;
+        }
+        let mid = (from + to) / 2;
+        self.add_at(2 * node, from, mid, lo, hi, d);
+        self.add_at(2 * node + 1, mid + 1, to, lo, hi, d);
+        self.join(node);
+    }
+
+    /// The most bytes alive at one step, and at how many steps.
+    fn peak(&self) -> (u64, usize) {
+        (self.most[1].max(0) as u64, self.at_most[1])
     }
 }
 
@@ -821,8 +1017,9 @@ fn recompute(block: MlirBlock, model: &Model, c: &Candidate) -> Result<usize, Fa
     }
     // Readers at or after the first clone read the fresh buffers (through
     // new views where they read an old view).
+    // (The views made below are not in it: none reads an old buffer.)
+    let order: HashMap<usize, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
     for (old, fresh) in renames {
-        let order: HashMap<usize, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
         let start = from;
         let late = |u: MlirOperation| order.get(&(u.ptr as usize)).is_some_and(|&p| p >= start);
         let mut pairs = vec![(old, fresh)];
@@ -878,7 +1075,8 @@ fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomput
             continue;
         }
         if placed.spans[b].is_some_and(|(f, l)| f <= t && t <= l) {
-            alive.push((buf.bytes, format!("{} ({} bytes)", buf.ty, buf.bytes)));
+            let ty = ir::type_text(unsafe { mlirValueGetType(mlirOperationGetResult(buf.alloc, 0)) });
+            alive.push((buf.bytes, format!("{ty} ({} bytes)", buf.bytes)));
         }
     }
     // The largest first, at most 12 (a ResNet's peak listed about 80, 3 KB
@@ -994,7 +1192,7 @@ fn rewrite(
 
 #[cfg(test)]
 mod tests {
-    use super::first_fit;
+    use super::{PeakTree, first_fit};
 
     /// First fit as it was written first: for each buffer, the placed ones
     /// alive with it sorted by offset, then the lowest gap.
@@ -1059,6 +1257,44 @@ mod tests {
                     assert!(!together || apart, "buffers {a} and {b} are alive together and overlap");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_peak_tree_keeps_the_most_bytes_alive_and_its_steps_under_range_additions() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for _ in 0..300 {
+            let n = 1 + next(50) as usize;
+            // Few distinct values, so that several steps share the most.
+            let mut alive: Vec<i128> = (0..n).map(|_| 64 * next(6) as i128).collect();
+            let start: Vec<u64> = alive.iter().map(|&a| a as u64).collect();
+            let mut tree = PeakTree::new(&start);
+            let mut done = Vec::new();
+            for _ in 0..8 {
+                let lo = next(n as u64) as usize;
+                let hi = lo + next((n - lo) as u64) as usize;
+                let d = 64 * (next(5) as i128 - 2);
+                tree.add(lo, hi, d);
+                done.push((lo, hi, d));
+                for a in &mut alive[lo..=hi] {
+                    *a += d;
+                }
+                let most = *alive.iter().max().unwrap();
+                let at = alive.iter().filter(|&&a| a == most).count();
+                assert_eq!(tree.peak(), (most.max(0) as u64, at), "after adding {d} at {lo}..={hi} of {n}");
+            }
+            // Undone by the negatives, in any order: as built.
+            for (lo, hi, d) in done.into_iter().rev() {
+                tree.add(lo, hi, -d);
+            }
+            let most = *start.iter().max().unwrap();
+            assert_eq!(tree.peak(), (most, start.iter().filter(|&&a| a == most).count()));
         }
     }
 }
