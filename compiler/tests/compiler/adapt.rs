@@ -492,6 +492,20 @@ fn policy_files_parse_and_errors_name_the_rule() {
     // Another trigger's key would be ignored: it is an error naming both.
     let e = err("[[rule]]\nwhen = \"epoch\"\nat = 5\naction = \"rollback\"");
     assert!(e.contains("policy rule 1: when = \"epoch\" takes every = ..., not at"), "{e}");
+    assert!(e.contains("to act once, at epoch 5: every = 5 with max_times = 1"), "{e}");
+    // A policy-wide key after a rule is that rule's in TOML: said so.
+    let e = err("[[rule]]\nwhen = \"epoch\"\naction = \"rollback\"\nverify_tolerance = 1e-3");
+    assert!(
+        e.contains("unknown field `verify_tolerance`") && e.contains("write verify_tolerance above the first [[rule]]"),
+        "{e}"
+    );
+    // Settings that contradict each other (the cap won, silently).
+    let e = err("[[rule]]\nwhen = \"epoch\"\naction = { op = \"widen\", layer = \"fc1\", width = 64, max_width = 32 }");
+    assert!(e.contains("width = 64 is above max_width = 32"), "{e}");
+    let e = err("[[rule]]\nwhen = \"epoch\"\naction = { op = \"add-block\", count = 3, max_blocks = 2 }");
+    assert!(e.contains("count = 3 is above max_blocks = 2"), "{e}");
+    let e = err("[[rule]]\nwhen = \"epoch\"\naction = { op = \"add-block\", state = \"copy\" }");
+    assert!(e.contains("state = \"copy\" needs init = \"copy\"") && !e.contains("pipeline"), "{e}");
     let e = err("[[rule]]\nwhen = \"instability\"\nwindow = 5\naction = \"rollback\"");
     assert!(e.contains("when = \"instability\" takes no trigger keys, not window"), "{e}");
     assert!(err("[[rule]]\nwhen = \"epoch\"\nevery = 0\naction = \"rollback\"").contains("count from 1"));
@@ -1472,6 +1486,35 @@ fn dropping_a_run_waits_for_its_background_compile() {
             again[0].dir.display()
         );
     }
+}
+
+/// A composition, and a run that gives grown parameters ages, are
+/// compiled ahead as the growth will compile them: the prefetch rewrote
+/// only single operators, without ages, so a composed rule's growth (a
+/// `*` in a layer's name makes one) compiled every kernel in the pause.
+#[test]
+fn a_composed_growth_with_ages_is_compiled_ahead() {
+    let cache = crate::tmp_root().join("adapt-prefetch-composed");
+    let _ = std::fs::remove_dir_all(&cache);
+    let opts = Options { cache_dir: cache, ..options("adam", 0.0) };
+    let t = Trainer::from_file(&narrow(), opts).unwrap();
+    let rule = Rule {
+        trigger: Trigger::Steps { at: 3 },
+        action: Action::Grow(Template::Compose { ops: vec![zero_widen_rule("fc1", 24), zero_widen_rule("fc1", 40)] }),
+        min_gap: 0,
+        max_times: 1,
+        lr_factor: 1.0,
+        reset_optimizer: false,
+        shrink: 1.0,
+    };
+    let mut run = Adaptive::new(t, Policy { prefetch: true, age_bias_correction: true, ..policy(vec![rule]) });
+    for i in 0..4 {
+        let [x, y] = batch(i);
+        run.step(&[&x, &y], 3e-3, Progress { epoch: 1, batch: i + 1, rng: 0 }).unwrap();
+    }
+    let d = run.decisions().iter().find(|d| d.outcome == "accepted").expect("the growth at step 3");
+    assert_eq!((d.kernels, d.compiled_kernels), (0, 0), "the grown model was compiled in the pause: {}", d.summary());
+    assert!(d.summary().contains("compiled ahead"), "{}", d.summary());
 }
 
 #[test]

@@ -78,7 +78,7 @@
 // so once, rather than nothing.
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = "rollback"\n' > %t-early.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/early --adapt %t-early.toml --no-progress | FileCheck %s --check-prefix=EARLY
-// EARLY: step 5 (epoch 1): roll back on step 5 reached -> rejected {{.*}}: nothing to go back to: no epoch has ended yet, and no rewrite is being watched
+// EARLY: step 5 (epoch 1): roll back on step 5 reached -> rejected{{.*}}: nothing to go back to: no epoch has ended yet, and no rewrite is being watched
 // EARLY: final held-out accuracy
 // A growth that repeats with no cap is noted when the run starts (a width
 // doubled every step grew, unsaid, until memory refused a rewrite).
@@ -96,8 +96,14 @@
 // anything of it is allocated, counting the state, every batch size's
 // arenas and the state carried over (each allocation was checked alone,
 // and a widen to 20 million units was ended by the out-of-memory killer).
-// RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", width = 1000000000, rule = "zero-out" }\n' > %t-huge.toml
+// Its parameters alone are more than the machine's memory, which the
+// policy's check says before training (checkpoint-safety.mlir: refused
+// there, where no other rule changes the model); here another rule grows
+// first, so it is a note, and the rule is rejected where it fires.
+// RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc1", width = 24, rule = "zero-out" }\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", width = 1000000000, rule = "zero-out" }\n' > %t-huge.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/huge --adapt %t-huge.toml --no-progress 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: note: policy rule 2 {{.*}} cannot rewrite the model it starts from (the grown model's 75000000010 parameter values
+// HUGE: widen fc1 to 24 (zero-out) on step 5 reached -> accepted
 // HUGE: widen fc1 to 1000000000 (zero-out) on step 10 reached -> rejected
 // HUGE-SAME: the grown model (225000000031 values of parameters and optimizer state, the arena of the largest function of 3 batch sizes, the state carried into it): {{[0-9.]+}} TiB of memory needed
 // HUGE: final held-out accuracy

@@ -262,6 +262,18 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 3\naction = { op = "widen", layer = "blocks.*.mlp.proj", factor = 2.0 }\n' > %t/star.toml
 // RUN: not aicf train %S/../../../examples/grow_lm/small2x.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 96 --eval-windows 16 --epochs 1 --adapt %t/star.toml --no-runs-db --out %t/run8s 2>&1 | FileCheck %s --check-prefix=STAR
 // STAR: error: {{.*}}star.toml: policy rule 1 {{.*}} can never act on this model: hl-widen: blocks.0.mlp.proj's units reach 'hl.add' here
+// A width whose parameters alone are more than this machine's memory is
+// refused before training (it trained to its rule's step and was
+// rejected there).
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc1", width = 400000000 }\n' > %t/huge-width.toml
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/huge-width.toml --no-runs-db --out %t/run8h 2>&1 | FileCheck %s --check-prefix=HUGEWIDTH
+// HUGEWIDTH: error: {{.*}}huge-width.toml: policy rule 1 {{.*}} can never act on this model: {{.*}}the grown model's 30000000010 parameter values and the state carried into them, at least{{.*}}
+// HUGEWIDTH-NOT: epoch
+// A cap on the run's rewrites under rules that may act more often is
+// noted up front (it stopped them without a word).
+// RUN: printf 'max_rewrites = 1\n[[rule]]\nwhen = "steps"\nevery = 30\nmax_times = 4\naction = { op = "widen", layer = "fc1", factor = 1.5, max_width = 64 }\n' > %t/capped.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/capped.toml --no-runs-db --out %t/run8c 2>&1 | FileCheck %s --check-prefix=CAPPED
+// CAPPED: note: max_rewrites = 1: after 1 rewrite no rule changes the model again (its rules may act 4 times)
 // A width not above the layer's is named for what it is (the note said
 // "no such layer, or at its cap"); the output layer, which no widening can
 // take, is noted before training (it was found only when its rule fired).
@@ -313,7 +325,7 @@
 // did nothing: only an instability rule kept that state).
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 7\naction = "rollback"\n' > %t/rollback-steps.toml
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --adapt %t/rollback-steps.toml --out %t/rbsteps --no-progress | FileCheck %s --check-prefix=ROLLSTEP
-// ROLLSTEP: step 7 (epoch 2): roll back on step 7 reached -> accepted {{.*}}back to the state of step 5 (end of epoch 1)
+// ROLLSTEP: step 7 (epoch 2): roll back on step 7 reached -> accepted{{.*}}back to the state of step 5 (end of epoch 1)
 // Resumed from an earlier checkpoint of its own directory (a model version
 // before a later growth), a run replays the epochs after it
 // (checkpoints.mlir); one that would end before the directory's latest

@@ -61,7 +61,7 @@
 // SHOW-NEXT: 1       45
 // SHOW-NEXT: 2       90
 // SHOW-NEXT: 3      109
-// SHOW: decision 0: step 50 (epoch 2): widen fc1 to 32 (net2wider) on step 50 reached -> accepted (1210 -> 2410 parameters), IR before and after recorded
+// SHOW: decision 0: step 50 (epoch 2): widen fc1 to 32 (net2wider) on step 50 reached -> accepted (1210 -> 2410 parameters, probe loss {{[0-9.]+}} -> {{[0-9.]+}}); IR before and after recorded
 // SHOW: decision 1: step 100 (epoch 3): deepen after fc1
 
 // COMPARE: structure {{ *}}mlp 128-10 {{ *}}mlp 16-10
@@ -193,8 +193,8 @@
 // RESUMEDSHOW-NEXT: resumed: {{.*}}aicf train {{.*}} --epochs 9 {{.*}} --resume
 // RESUMEDSHOW: structure: mlp 16-10
 // RESUMEDSHOW: settings: {{.*}}, 9 epochs, policy {{.*}}grow-steps.toml
-// RESUMEDSHOW: decision 0: step 50 {{.*}}, IR before and after recorded
-// RESUMEDSHOW: decision 1: step 100 {{.*}}, IR before and after recorded
+// RESUMEDSHOW: decision 0: step 50 {{.*}}; IR before and after recorded
+// RESUMEDSHOW: decision 1: step 100 {{.*}}; IR before and after recorded
 // RESUMEDSHOW-NOT: decision 2
 
 // A fork (resumed from a checkpoint outside its own checkpoint directory)
@@ -209,7 +209,7 @@
 // growth at step 50 is run 1's).
 // RUN: aicf runs show 2 --runs-db %t/resumed.sqlite | FileCheck %s --check-prefix=FORKSHOW
 // FORKSHOW-NOT: step 50
-// FORKSHOW: step 100 {{.*}}, IR before and after recorded
+// FORKSHOW: step 100 {{.*}}; IR before and after recorded
 // FORKSHOW-NOT: step 50
 
 // A copy of a run's checkpoint directory resumed is a run of its own too:

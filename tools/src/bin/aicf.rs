@@ -4191,16 +4191,30 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                 );
             }
             for (i, x) in d.decisions.iter().enumerate() {
+                // A rejected growth left the model as it was: the count it
+                // would have had is not the model's.
+                let params = match x.outcome.as_str() {
+                    "accepted" if x.params_after != x.params_before => {
+                        format!("{} -> {} parameters", x.params_before, x.params_after)
+                    }
+                    "rejected" if x.params_after != x.params_before && x.params_after > 0 => {
+                        format!("{} parameters kept; the growth would have made {}", x.params_before, x.params_after)
+                    }
+                    _ => format!("{} parameters", x.params_before),
+                };
+                let losses = match (x.loss_before, x.loss_after) {
+                    (Some(a), Some(b)) => format!(", probe loss {a:.6} -> {b:.6}"),
+                    _ => String::new(),
+                };
                 println!(
-                    "  decision {i}: step {} (epoch {}): {} on {} -> {} ({} -> {} parameters){}",
+                    "  decision {i}: step {} (epoch {}): {} on {} -> {} ({params}{losses}){}{}",
                     x.step,
                     x.epoch,
                     x.action,
                     x.trigger,
                     x.outcome,
-                    x.params_before,
-                    x.params_after,
-                    if x.ir_after.is_empty() { String::new() } else { ", IR before and after recorded".into() }
+                    if x.reason.is_empty() { String::new() } else { format!(": {}", x.reason) },
+                    if x.ir_after.is_empty() { String::new() } else { "; IR before and after recorded".into() }
                 );
             }
             if let Some(e) = &r.error {

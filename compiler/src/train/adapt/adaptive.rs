@@ -2,8 +2,8 @@
 //! transaction (kept model, probe check, watch window, rollback).
 
 use super::{
-    Action, Grown, Observation, Observer, Operator, Policy, Result, State, Template, Trigger, grow_with, rewrite,
-    step_flops,
+    Action, Grown, Observation, Observer, Operator, Policy, Result, State, Template, Trigger, grow_with, grown_source,
+    keeps_ages, step_flops,
 };
 use crate::train::{Metrics, TrainError, Trainer};
 use aicf_runtime::Tensor;
@@ -43,6 +43,9 @@ pub struct Decision {
     pub relative_change: Option<f64>,
     /// Whether the operator preserves the function (the check enforced).
     pub exact: bool,
+    /// Of an inexact rewrite: the rise of the probe loss the policy
+    /// allows (its `max_loss_increase`).
+    pub max_rise: Option<f64>,
     /// Seconds training stood still: rewrite, compile, state carried,
     /// probe check.
     pub pause_seconds: f64,
@@ -61,9 +64,19 @@ pub struct Decision {
 
 impl Decision {
     pub fn summary(&self) -> String {
-        let losses = match (self.loss_before, self.loss_after) {
-            (Some(a), Some(b)) => format!(", probe loss {a:.6} -> {b:.6}"),
+        let losses = match (self.loss_before, self.loss_after, self.max_rise) {
+            // (An inexact rewrite's loss moves by design: said, so that it
+            // does not read as a broken function-preserving one.)
+            (Some(a), Some(b), Some(m)) if !self.exact => {
+                format!(", probe loss {a:.6} -> {b:.6} (inexact rewrite: a rise of up to {:.2}% allowed)", 100.0 * m)
+            }
+            (Some(a), Some(b), _) => format!(", probe loss {a:.6} -> {b:.6}"),
             _ => String::new(),
+        };
+        let diff = match self.diff.len() {
+            0 => String::new(),
+            1..=8 => format!(" [{}]", self.diff.join(", ")),
+            n => format!(" [{}, ... {} more changes in the decision log]", self.diff[..6].join(", "), n - 6),
         };
         let compile = if self.kernels == 0 {
             format!("compiled ahead, {:.2} s waiting for it", self.waited_seconds)
@@ -71,16 +84,12 @@ impl Decision {
             format!("{} of {} kernels compiled", self.compiled_kernels, self.kernels)
         };
         format!(
-            "step {} (epoch {}): {} on {} -> {} [{}]{losses}, pause {:.2} s ({compile}){}",
+            "step {} (epoch {}): {} on {} -> {}{diff}{losses}, pause {:.2} s ({compile}){}",
             self.step,
             self.epoch,
             self.action,
             self.trigger,
             self.outcome,
-            match self.diff.len() {
-                0..=8 => self.diff.join(", "),
-                n => format!("{}, ... {} more changes in the decision log", self.diff[..6].join(", "), n - 6),
-            },
             self.pause_seconds,
             if self.reason.is_empty() { String::new() } else { format!(": {}", self.reason) }
         )
@@ -845,6 +854,7 @@ impl Adaptive {
         };
         d.diff = grown.rewrite.diff.clone();
         d.exact = grown.rewrite.exact;
+        d.max_rise = (!d.exact).then_some(self.policy.max_loss_increase);
         d.params_after = param_count(&grown.trainer);
         d.kernels = grown.kernels;
         d.compiled_kernels = grown.compiled_kernels;
@@ -955,6 +965,9 @@ impl Adaptive {
         let (source, name, options) =
             (self.trainer.source().to_string(), self.trainer.name().to_string(), self.trainer.options().clone());
         let batches: Vec<Option<usize>> = self.trainer.compiled().iter().map(|c| c.batch).collect();
+        // The model the growth will compile, byte for byte (a composition's
+        // last, the ages the run gives), or the cache misses.
+        let ages = keeps_ages(&options, self.policy.age_bias_correction);
         // Failures are left for the rewrite itself to report.
         let cancel = self.prefetch.1.clone();
         self.prefetch.0 = Some(std::thread::spawn(move || {
@@ -962,8 +975,8 @@ impl Adaptive {
                 if cancel.load(Ordering::SeqCst) {
                     return;
                 }
-                if let Ok(r) = rewrite(&source, &name, &op) {
-                    let _ = crate::train::precompile(&r.source, &name, &options, &batches);
+                if let Ok(grown) = grown_source(&source, &name, &op, ages) {
+                    let _ = crate::train::precompile(&grown, &name, &options, &batches);
                 }
             }
         }));

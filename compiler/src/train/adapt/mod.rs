@@ -49,8 +49,8 @@ pub use adaptive::{Adaptive, Decision, Outcome, Progress, Snapshot, param_count}
 pub use observe::{LayerStats, Observation, Observer};
 pub use policy::{Action, Policy, Rule, Template, Trigger};
 pub use rewrite::{
-    BlockInit, Grown, Operator, Plan, Rewrite, SlotRule, State, WidenRule, grow, grow_with, rebind, rewrite,
-    rewrite_with, step_flops,
+    BlockInit, Grown, Operator, Plan, Rewrite, SlotRule, State, WidenRule, grow, grow_with, grown_source, keeps_ages,
+    rebind, rewrite, rewrite_with, step_flops,
 };
 
 pub type Result<T, E = super::TrainError> = std::result::Result<T, E>;

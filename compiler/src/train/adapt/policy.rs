@@ -197,6 +197,24 @@ impl Template {
             Template::Widen { max_width: Some(0), .. } | Template::WidenResidual { max_width: Some(0), .. } => {
                 zero("max_width")
             }
+            // A cap below the width asked for made the width the cap,
+            // without a word.
+            Template::Widen { width: Some(w), max_width: Some(m), .. }
+            | Template::WidenResidual { width: Some(w), max_width: Some(m), .. }
+                if w > m =>
+            {
+                Err(format!(
+                    "width = {w} is above max_width = {m}: the rule would widen to {m}; give one of them (max_width caps \
+                     a factor's growth)"
+                ))
+            }
+            Template::AddBlock { count: Some(n), max_blocks: Some(m), .. } if n > m => Err(format!(
+                "count = {n} is above max_blocks = {m}: the stack never holds more than {m} blocks, so no rule adds {n}"
+            )),
+            Template::AddBlock { state: SlotRule::Copy, init, .. } if *init != BlockInit::Copy => Err(
+                "state = \"copy\" needs init = \"copy\": a new block's fresh values have no optimizer state to copy"
+                    .into(),
+            ),
             Template::Heads { add: Some(0), .. } => zero("add"),
             Template::Heads { max_heads: Some(0), .. } => zero("max_heads"),
             Template::AddBlock { max_blocks: Some(0), .. } => zero("max_blocks"),
@@ -278,17 +296,34 @@ fn expand_paths(trainer: &Trainer, pattern: &str) -> Vec<String> {
 /// Rewrites `source` by `op` without compiling anything, a composition's
 /// operators in turn (each on the model the ones before it make): whether
 /// the growth applies to the model.
-fn dry_run(source: &str, name: &str, op: &Operator) -> Result<(), crate::CompileError> {
+fn dry_run(source: &str, name: &str, op: &Operator) -> Result<String, crate::CompileError> {
     match op {
         Operator::Compose { ops } => {
             let mut source = source.to_string();
             for op in ops {
                 source = super::rewrite(&source, name, op)?.source;
             }
-            Ok(())
+            Ok(source)
         }
-        op => super::rewrite(source, name, op).map(|_| ()),
+        op => super::rewrite(source, name, op).map(|r| r.source),
     }
+}
+
+/// Why the model `source` could never be grown into on this machine: its
+/// parameters alone (4 bytes each) with the state the growth carries into
+/// it (two f64 a value) are more than its free memory; `None` where they
+/// fit (or the memory is unknown). A width of 400 million trained to the
+/// rule's step and was refused only then.
+fn never_fits(source: &str, name: &str) -> Option<String> {
+    let ctx = CompilerContext::new();
+    let module = ctx.parse(source, name).ok()?;
+    let values = super::rewrite::params_of(module.as_operation().to_raw())
+        .iter()
+        .map(|(_, shape)| shape.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64)))
+        .fold(0u64, u64::saturating_add);
+    let need = values.saturating_mul(4 + 2 * std::mem::size_of::<f64>() as u64);
+    let what = format!("the grown model's {values} parameter values and the state carried into them, at least");
+    aicf_runtime::host::check_memory(&what, need).err().map(|e| e.to_string())
 }
 
 /// One operator, or their composition.
@@ -662,6 +697,23 @@ impl Default for Policy {
     }
 }
 
+/// The policy-wide keys ([`RawPolicy`]'s), for the message of one
+/// written inside a rule.
+const POLICY_KEYS: [&str; 12] = [
+    "observe_every",
+    "verify_tolerance",
+    "max_loss_increase",
+    "rewarmup_steps",
+    "restart_schedule",
+    "age_bias_correction",
+    "watch_steps",
+    "spike_factor",
+    "max_rewrites",
+    "checkpoint_dir",
+    "prefetch",
+    "seed",
+];
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
@@ -795,13 +847,20 @@ impl Policy {
                     missing.extend(lacking);
                     // (A composition, or a `*` path's layers, in turn: each
                     // on the model the ones before it make.)
-                    if let Some(op) = t.resolve(trainer, 0)
-                        && let Err(e) = dry_run(trainer.source(), trainer.name(), &op)
-                    {
-                        // In the pass's own words, not the pipeline's.
-                        let e = e.to_string().replace(" (see the errors above)", "");
-                        let why = e.rsplit_once("error: ").map_or(e.clone(), |(_, w)| w.trim().into());
-                        cannot.push((t.toml(), why, true));
+                    if let Some(op) = t.resolve(trainer, 0) {
+                        match dry_run(trainer.source(), trainer.name(), &op) {
+                            Err(e) => {
+                                // In the pass's own words, not the pipeline's.
+                                let e = e.to_string().replace(" (see the errors above)", "");
+                                let why = e.rsplit_once("error: ").map_or(e.clone(), |(_, w)| w.trim().into());
+                                cannot.push((t.toml(), why, true));
+                            }
+                            Ok(grown) => {
+                                if let Some(why) = never_fits(&grown, trainer.name()) {
+                                    cannot.push((t.toml(), why, true));
+                                }
+                            }
+                        }
                     }
                 }
                 Found { missing, cannot, candidates: candidates.len(), partial }
@@ -895,6 +954,31 @@ impl Policy {
                 }
             }
         }
+        // A cap on the run's rewrites stops its rules without a word when
+        // they reach it: said up front.
+        if self.max_rewrites > 0 {
+            let mut times = Some(0usize);
+            for rule in &self.rules {
+                if matches!(rule.action, Action::Rollback { .. }) {
+                    continue;
+                }
+                let once = matches!(rule.trigger, Trigger::Steps { .. });
+                times = match (times, once, rule.max_times) {
+                    (Some(t), true, _) => Some(t + 1),
+                    (Some(t), false, m) if m > 0 => Some(t + m),
+                    _ => None,
+                };
+            }
+            if times.is_none_or(|t| t > self.max_rewrites) {
+                let may = times.map_or("with no limit".to_string(), |t| format!("{t} times"));
+                notes.push(format!(
+                    "max_rewrites = {}: after {} rewrite{} no rule changes the model again (its rules may act {may})",
+                    self.max_rewrites,
+                    self.max_rewrites,
+                    if self.max_rewrites == 1 { "" } else { "s" }
+                ));
+            }
+        }
         (notes, never)
     }
 
@@ -906,7 +990,19 @@ impl Policy {
 
     /// Reads a policy (TOML); the error names the rule and field.
     pub fn parse(text: &str) -> std::result::Result<Self, String> {
-        let raw: RawPolicy = toml::from_str(text).map_err(|e| e.to_string())?;
+        let raw: RawPolicy = toml::from_str(text).map_err(|e| {
+            let e = e.to_string();
+            // A policy-wide key written after a `[[rule]]` belongs to that
+            // rule in TOML, which takes no such key.
+            let global = POLICY_KEYS.iter().find(|k| e.contains(&format!("unknown field `{k}`")));
+            match global {
+                Some(k) => format!(
+                    "{e}\n{k} is a policy-wide setting: TOML gives every key after a [[rule]] header to that rule, \
+                     so write {k} above the first [[rule]]"
+                ),
+                None => e,
+            }
+        })?;
         let d = Policy::default();
         let mut rules = Vec::new();
         for (i, r) in raw.rule.iter().enumerate() {
@@ -940,7 +1036,16 @@ impl Policy {
                 } else {
                     takes.iter().map(|k| format!("{k} = ...")).collect::<Vec<_>>().join(" and ")
                 };
-                return Err(at(format!("when = \"{}\" takes {takes}, not {key}", r.when)));
+                // (Once at one epoch: every = N, max_times = 1.)
+                let once = if r.when == "epoch" && *key == "at" {
+                    format!(
+                        " (to act once, at epoch {0}: every = {0} with max_times = 1)",
+                        r.at.map_or("N".to_string(), |a| a.to_string())
+                    )
+                } else {
+                    String::new()
+                };
+                return Err(at(format!("when = \"{}\" takes {takes}, not {key}{once}", r.when)));
             }
             if r.every == Some(0) || r.window == Some(0) || r.at == Some(0) {
                 return Err(at("every, at and window count from 1".into()));

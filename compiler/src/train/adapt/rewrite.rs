@@ -293,7 +293,7 @@ pub struct Rewrite {
     pub exact: bool,
 }
 
-fn params_of(module: mlir_sys::MlirOperation) -> Vec<(String, Vec<usize>)> {
+pub(super) fn params_of(module: mlir_sys::MlirOperation) -> Vec<(String, Vec<usize>)> {
     let body = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(module, 0)) };
     crate::ir::ops_of(body)
         .into_iter()
@@ -971,12 +971,36 @@ pub fn grow(trainer: &Trainer, op: &Operator, seed: u64) -> Result<Grown> {
     grow_with(trainer, op, seed, false)
 }
 
+/// Whether a run with `options` gives grown parameters ages when its
+/// policy asks for them: ages serve Adam's bias corrections; SGD has none
+/// to correct.
+pub fn keeps_ages(options: &crate::train::Options, asked: bool) -> bool {
+    asked && matches!(options.optimizer.as_str(), "adam" | "adamw")
+}
+
+/// The model `op` turns `source` into, as [`grow_with`] compiles it: a
+/// composition's operators in turn; `ages` as [`keeps_ages`] says. What
+/// a policy's prefetch compiles ahead.
+pub fn grown_source(source: &str, name: &str, op: &Operator, ages: bool) -> Result<String> {
+    let ops = match op {
+        Operator::Compose { ops } => &ops[..],
+        single => std::slice::from_ref(single),
+    };
+    let mut source = source.to_string();
+    for step in ops {
+        if matches!(step, Operator::Compose { .. }) {
+            return Err(TrainError::Input("a composition inside a composition: list its operators instead".into()));
+        }
+        source = rewrite_with(&source, name, step, ages)?.source;
+    }
+    Ok(source)
+}
+
 /// [`grow`]; with `ages`, the parameters the rewrite changes or adds get
 /// per-entry ages for Adam's bias correction ([`rewrite_with`]).
 pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Result<Grown> {
     let started = Instant::now();
-    // Ages serve Adam's bias corrections; SGD has none to correct.
-    let ages = ages && matches!(trainer.options().optimizer.as_str(), "adam" | "adamw");
+    let ages = keeps_ages(trainer.options(), ages);
     // A composition rewrites and rebinds through its intermediate models
     // without compiling them (their initial values need only their
     // parameter table); only the last model is compiled.
