@@ -251,9 +251,10 @@ pub fn evaluate_checkpoint(
         let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { return Ok(()) };
         if let Some(v) = logits.values.iter().find(|v| !v.is_finite()) {
             return Err(TrainError::Input(format!(
-                "{}: the checkpoint's model gives a logit of {v} on {}",
+                "{}: the checkpoint's model gives a logit of {v} on {}{}",
                 checkpoint.display(),
-                data_name(data)
+                data_name(data),
+                crate::train::fp16_range_hint(trainer.options().precision)
             )));
         }
         let classes = logits.shape.last().copied().unwrap_or(1).max(1);

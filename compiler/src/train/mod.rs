@@ -37,6 +37,20 @@ pub fn refuse_special_file(path: &std::path::Path) -> std::result::Result<(), St
     }
 }
 
+/// For a message about a non-finite output of a model run in `precision`:
+/// under fp16, that its values overflow past 65504 and that another
+/// precision scores it (eval and predict run a checkpoint in its run's
+/// precision, and blamed its weights or the data); empty otherwise.
+pub fn fp16_range_hint(precision: crate::pipeline::Precision) -> String {
+    if precision == crate::pipeline::Precision::Fp16 {
+        " (it runs in fp16, as its checkpoint trained, whose values overflow past 65504: --precision fp32 or bf16 runs \
+         it in f32's range)"
+            .into()
+    } else {
+        String::new()
+    }
+}
+
 /// A learning rate (or another hyperparameter) for a message: as written
 /// where it is of an ordinary size, in scientific notation where it is not
 /// (`1e-30`, not thirty digits).

@@ -232,7 +232,7 @@ pub fn predict(
                     Some(c) =>
                         format!("a parameter of {} is not finite, or the row is far outside its data", c.display()),
                     None => "a weight of the model is not finite, or the row is far outside its data".to_string(),
-                }
+                } + &crate::train::fp16_range_hint(trainer.options().precision)
             )));
         }
         values.extend_from_slice(kept);

@@ -60,6 +60,11 @@ pub struct EpochRecord {
     /// after 2000 clean steps. It was seen only in a checkpoint's tensors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_scale: Option<f64>,
+    /// The loss scale at the epoch's start (the first epoch's: 65536, or
+    /// the checkpoint's on a resume): each halving since is a step whose
+    /// update was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale_start: Option<f64>,
 }
 
 mod nan_as_null {
@@ -241,6 +246,7 @@ mod tests {
                 grad_norm: Some(v),
                 layers: None,
                 loss_scale: Some(v),
+                loss_scale_start: Some(v),
             })
             .collect();
         write_metrics(&path, &records).unwrap();

@@ -1133,6 +1133,26 @@ fn fit_run(
                             shown(key, value)
                         )
                     };
+                    // Another precision given: parameters and optimizer
+                    // state are f32 in every one, so they carry whole; only
+                    // fp16's loss scale is the precision's own. It went on
+                    // only with --override-resume, which also lets the
+                    // rate, the model and the data differ.
+                    if *key == "precision" {
+                        let scale = if value == "fp16" {
+                            "; fp16's loss scale starts at 65536"
+                        } else if saved == "fp16" {
+                            "; the checkpoint's fp16 loss scale is dropped"
+                        } else {
+                            ""
+                        };
+                        report.note(&format!(
+                            "{message}: going on in {value} (the parameters and optimizer state are f32 in every \
+                             precision and carry as they are{scale}; --precision {saved} resumes as it trained)"
+                        ));
+                        changed.push(format!("precision ({saved}, now {value})"));
+                        continue;
+                    }
                     if !run.override_resume {
                         // A setting of the command line: the flag that
                         // resumes as the checkpoint trained, named too.
@@ -3176,6 +3196,8 @@ impl<'a> Loop<'a> {
         'epochs: while epoch <= run.epochs {
             let epoch_started = Instant::now();
             let epoch_steps_before = self.adaptive.trainer().steps();
+            let scale_before =
+                self.adaptive.trainer().backend().symbol("loss_scale").and_then(|t| t.values.first().copied());
             // The epoch's order depends only on the RNG state (checkpointed).
             let epoch_rng = self.rng;
             let order = self.data.epoch_order(&mut self.rng);
@@ -3237,6 +3259,15 @@ impl<'a> Loop<'a> {
                         super::rate_text(lr),
                         cause.unwrap_or_else(|| self.remedy()),
                         self.kept_checkpoint(checkpoint)
+                    )),
+                    // Nor is the rate an fp16 forward pass that overflows
+                    // on the first step: the data or the initial values
+                    // exceed fp16's range.
+                    TrainError::Fp16Overflow { step: 1, loss, .. } => TrainError::Diverged(format!(
+                        "the loss is {loss} at the first step, before any update: the forward pass overflowed fp16 \
+                         (largest 65504) on the initial model and this data, not by the learning rate; inputs of \
+                         about 1 fit it (--standardize, or scale the arrays), or train with --precision bf16 (f32's \
+                         range)"
                     )),
                     e @ TrainError::Fp16Overflow { .. } => {
                         TrainError::Diverged(format!("epoch {epoch}: {e}; {}", self.kept_checkpoint(checkpoint)))
@@ -3370,6 +3401,7 @@ impl<'a> Loop<'a> {
                 grad_norm: None,
                 layers: None,
                 loss_scale: trainer.backend().symbol("loss_scale").and_then(|t| t.values.first().copied()),
+                loss_scale_start: scale_before,
             };
             if let Some(o) = self.adaptive.observer().observations.last() {
                 record.grad_norm = Some(o.grad_norm);

@@ -14,6 +14,29 @@
 // An fp16 run's epoch line and metrics show its loss scale (it was seen
 // only in the checkpoint's tensors).
 // SCALE: epoch   1/1  train loss {{.*}} steps/s)  loss scale {{[0-9]+}}
+// Its fall in the first epoch, where a run finds its scale, is said too
+// (it was said only against an earlier epoch's line): inputs 100x larger
+// overflow fp16's gradients until the scale comes down from 65536.
+// RUN: python3 -c "import sys, struct; rows = [[float(c) for c in l.split(',')] for l in open(sys.argv[1]) if l.strip()]; head = lambda d, s: (lambda h: b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h)(((\"{'descr': '%%s', 'fortran_order': False, 'shape': %%s, }\" %% (d, s)).ljust(117) + '\n').encode()); open(sys.argv[2], 'wb').write(head('<f4', '(%%d, 64)' %% len(rows)) + b''.join(struct.pack('<64f', *[100 * v for v in r[:64]]) for r in rows)); open(sys.argv[3], 'wb').write(head('|i1', '(%%d,)' %% len(rows)) + bytes(int(r[64]) for r in rows))" %t/digits.csv %t/x100.npy %t/y.npy
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/x100.npy --data %t/y.npy --epochs 1 --precision fp16 --no-runs-db --no-progress --out %t/fall --checkpoint-dir %t/fall-ckpt 2>&1 | FileCheck %s --check-prefix=FALL
+// FALL: epoch   1/1 {{.*}} loss scale {{[0-9]+}} (from 65536: at least {{[0-9]+}} steps overflowed and were skipped)
+// RUN: grep -c '"loss_scale_start":65536' %t/fall/metrics.jsonl
+// Inputs past fp16's largest value (16 x 5000 = 80000) overflow the first
+// forward pass: the data, not the learning rate (the message said to
+// lower it).
+// RUN: python3 -c "import sys, struct; rows = [[float(c) for c in l.split(',')] for l in open(sys.argv[1]) if l.strip()]; head = lambda d, s: (lambda h: b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h)(((\"{'descr': '%%s', 'fortran_order': False, 'shape': %%s, }\" %% (d, s)).ljust(117) + '\n').encode()); open(sys.argv[2], 'wb').write(head('<f4', '(%%d, 64)' %% len(rows)) + b''.join(struct.pack('<64f', *[5000 * v for v in r[:64]]) for r in rows)); open(sys.argv[3], 'wb').write(head('|i1', '(%%d,)' %% len(rows)) + bytes(int(r[64]) for r in rows))" %t/digits.csv %t/x5000.npy %t/y.npy
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/x5000.npy --data %t/y.npy --epochs 1 --precision fp16 --no-runs-db --no-progress --out %t/over 2>&1 | FileCheck %s --check-prefix=OVER
+// OVER: error: the loss is {{NaN|inf}} at the first step, before any update: the forward pass overflowed fp16 (largest 65504) on the initial model and this data, not by the learning rate
+// OVER-NOT: lower the learning rate
+// eval and predict run an fp16 checkpoint in fp16: an overflow there
+// says so, and how to run it in f32's range (it blamed the weights or
+// the data).
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/x5000.npy --data %t/y.npy --checkpoint %t/fall-ckpt/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVALOVER
+// EVALOVER: error: {{.*}}gives a logit of {{.*}} (it runs in fp16, as its checkpoint trained, whose values overflow past 65504: --precision fp32 or bf16 runs it in f32's range)
+// RUN: not aicf predict %S/../../../examples/mlp/digits_mlp.mlir --data %t/x5000.npy --checkpoint %t/fall-ckpt/last.safetensors -o %t/over.csv 2>&1 | FileCheck %s --check-prefix=PREDOVER
+// PREDOVER: error: {{.*}}the model's output is NaN: {{.*}} (it runs in fp16, as its checkpoint trained
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/x5000.npy --data %t/y.npy --checkpoint %t/fall-ckpt/last.safetensors --precision fp32 --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVALF32
+// EVALF32: accuracy
 // RUN: python3 -c "import json; r=[json.loads(l) for l in open('%t/run/metrics.jsonl')][-1]; print('RUN %%.2f%%%% %%.4f' %% (100*r['val_accuracy'], r['val_loss']))" > %t/figures.txt
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv.gz --checkpoint %t/ckpt/last.safetensors --out %t/eval >> %t/figures.txt
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/ckpt/last.safetensors --out %t/eval >> %t/figures.txt

@@ -29,10 +29,17 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 3 --out %t/run --checkpoint-dir %t/sgd --resume --override-resume 2>&1 | FileCheck %s --check-prefix=BACK
 // BACK: note: {{.*}}last.safetensors: the checkpoint holds Adam's state; this run's SGD starts afresh on its parameters (no optimizer state carried)
 // BACK: epoch   3/3
-// A checkpoint's precision is part of its run (an fp16 run's loss scale
-// lives in it): another one is refused, naming both.
-// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --precision bf16 --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=PRECISION
-// PRECISION: aicf: error: {{.*}}last.safetensors: the checkpoint was trained with precision fp32; this run asks for bf16 (--precision fp32 resumes as it trained; --override-resume goes on anyway)
+// Another precision given goes on, said, naming both: the parameters and
+// optimizer state are f32 in every precision (it was refused unless
+// --override-resume, which also lets the rate, model and data differ).
+// RUN: cp -r %t/sgd %t/sgd-bf16
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --precision bf16 --epochs 4 --out %t/run --checkpoint-dir %t/sgd-bf16 --resume 2>&1 | FileCheck %s --check-prefix=PRECISION
+// PRECISION: note: {{.*}}last.safetensors: the checkpoint was trained with precision fp32; this run asks for bf16: going on in bf16 (the parameters and optimizer state are f32 in every precision and carry as they are; --precision fp32 resumes as it trained)
+// PRECISION: epoch   4/4
+// And into fp16, whose loss scale starts afresh.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --precision fp16 --epochs 5 --out %t/run --checkpoint-dir %t/sgd-bf16 --resume 2>&1 | FileCheck %s --check-prefix=TOFP16
+// TOFP16: note: {{.*}}this run asks for fp16: going on in fp16 ({{.*}}; fp16's loss scale starts at 65536; --precision bf16 resumes as it trained)
+// TOFP16: epoch   5/5 {{.*}} loss scale
 // A resume without --precision goes on in the checkpoint's (as eval and
 // sample run it; the default, fp32, was refused as another precision), and
 // the run says it trains in it.

@@ -3401,12 +3401,22 @@ impl Report for Printer {
         let accuracy =
             if r.val_accuracy.is_nan() { String::new() } else { format!("  val accuracy {}", percent(r.val_accuracy)) };
         let val = if self.nothing_held { "n/a".to_string() } else { format!("{:.4}{unit}", r.val_loss) };
-        // An fp16 run's loss scale, and whether it fell (steps skipped for
-        // overflowing gradients: seen only in a checkpoint's tensors).
-        let before = std::mem::replace(&mut self.last_scale, r.loss_scale);
+        // An fp16 run's loss scale, and whether it fell over the epoch
+        // (steps skipped for overflowing gradients: seen only in a
+        // checkpoint's tensors). Against the epoch's start: the first
+        // epoch's fall, where a run finds its scale, went unsaid.
+        let before = r.loss_scale_start.or(self.last_scale);
+        self.last_scale = r.loss_scale;
         let scale = match (r.loss_scale, before) {
-            (Some(now), Some(before)) if now < before => {
-                format!("  loss scale {now} (from {before}: steps overflowed and were skipped)")
+            (Some(now), Some(before)) if now < before && now > 0.0 => {
+                // Each skipped step halves it; a doubling (after 2000 clean
+                // steps) in between hides one: at least this many.
+                let halvings = (before / now).log2().round() as u64;
+                format!(
+                    "  loss scale {now} (from {before}: at least {halvings} step{} overflowed and {} skipped)",
+                    if halvings == 1 { "" } else { "s" },
+                    if halvings == 1 { "was" } else { "were" }
+                )
             }
             (Some(now), _) => format!("  loss scale {now}"),
             (None, _) => String::new(),
