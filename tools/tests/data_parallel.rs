@@ -516,6 +516,8 @@ fn a_hung_rank_is_named_within_the_timeout() {
     assert!(!o.status.success(), "the run went on:\n{text}");
     assert!(text.contains("aicf: error (rank 0 of 2)"), "{text}");
     assert!(text.contains("rank 1 "), "the error names no rank:\n{text}");
+    // And where the run goes on from, as a rank ended by a signal says.
+    assert!(text.contains("the last good checkpoint, ") && text.contains("is kept"), "{text}");
     // The timeout (6 s), the answers to a ping (6 s), the launcher's end.
     assert!(took < Duration::from_secs(45), "the run took {took:?} to end after the stop");
     let last = out.join("ckpt/last.safetensors");
@@ -590,6 +592,13 @@ fn one_process_with_data_parallel_trains_as_without() {
     // said the model it retargeted to --batch).
     let text = ok(&train(&model, &dir.join("two-batch"), &["--epochs", "1", "--nproc", "2", "--batch", "16"]));
     assert_eq!(text.matches("--batch 16: ").count(), 1, "{text}");
+    assert!(!text.contains("which contend"), "no --threads given: each rank takes its share: {text}");
+    // Threads given for each process past the machine's cores are said to
+    // contend, once (it started them without a word).
+    let all = cores.to_string();
+    let text = ok(&train(&model, &dir.join("threads"), &["--epochs", "1", "--nproc", "2", "--threads", &all]));
+    let said = format!("note: --nproc 2 with --threads {cores}: {} threads on this machine's", 2 * cores);
+    assert_eq!(text.matches(&said).count(), 1, "{text}");
     let o = Command::new("mpirun")
         .args(["-n", "2"])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")

@@ -2922,10 +2922,12 @@ impl<'a> Loop<'a> {
             let fewer =
                 if enough < self.micro { format!("; --accumulate {enough} would do the same") } else { String::new() };
             let (holding, total) = (self.data.train_len().div_ceil(self.batch), self.micro * self.replicas);
+            // (Under --nproc alone the parts are the replicas' batches.)
+            let parts = if self.micro == 1 { "replicas' batches" } else { "micro-batches" };
             let which = if holding < total {
-                format!("only {holding} of its {total} micro-batches of {} hold examples, the others none", self.batch)
+                format!("only {holding} of its {total} {parts} of {} hold examples, the others none", self.batch)
             } else {
-                format!("{holding} micro-batches of {} hold examples", self.batch)
+                format!("{holding} {parts} of {} hold examples", self.batch)
             };
             report.note(&format!(
                 "the global batch of {global} is larger than the {} training examples: every step takes all of \
@@ -3247,33 +3249,40 @@ impl<'a> Loop<'a> {
                 let from = self.adaptive.schedule_from().min(step);
                 let lr = run.lr_schedule.at(run.lr, step - from, total.saturating_sub(from));
                 last_lr = lr;
-                let outcome = self.adaptive.step_micro(&refs, lr, progress).map_err(|e| match e {
-                    // At a run's first step no update has happened yet: the
-                    // model or its data gives the non-finite loss, not the rate.
-                    TrainError::NonFinite { step: 1, loss, .. } => TrainError::Diverged(format!(
-                        "the loss is {loss} at the first step, before any update: the model (its constants or \
+                let outcome =
+                    self.adaptive.step_micro(&refs, lr, progress).map_err(|e| match e {
+                        // At a run's first step no update has happened yet: the
+                        // model or its data gives the non-finite loss, not the rate.
+                        TrainError::NonFinite { step: 1, loss, .. } => TrainError::Diverged(format!(
+                            "the loss is {loss} at the first step, before any update: the model (its constants or \
                          initial values) or the data gives it, not the learning rate"
-                    )),
-                    TrainError::NonFinite { step, loss, lr, cause } => TrainError::Diverged(format!(
-                        "the loss became {loss} at epoch {epoch}, step {step} (lr {}); {}; {}",
-                        super::rate_text(lr),
-                        cause.unwrap_or_else(|| self.remedy()),
-                        self.kept_checkpoint(checkpoint)
-                    )),
-                    // Nor is the rate an fp16 forward pass that overflows
-                    // on the first step: the data or the initial values
-                    // exceed fp16's range.
-                    TrainError::Fp16Overflow { step: 1, loss, .. } => TrainError::Diverged(format!(
-                        "the loss is {loss} at the first step, before any update: the forward pass overflowed fp16 \
+                        )),
+                        TrainError::NonFinite { step, loss, lr, cause } => TrainError::Diverged(format!(
+                            "the loss became {loss} at epoch {epoch}, step {step} (lr {}); {}; {}",
+                            super::rate_text(lr),
+                            cause.unwrap_or_else(|| self.remedy()),
+                            self.kept_checkpoint(checkpoint)
+                        )),
+                        // Nor is the rate an fp16 forward pass that overflows
+                        // on the first step: the data or the initial values
+                        // exceed fp16's range.
+                        TrainError::Fp16Overflow { step: 1, loss, .. } => TrainError::Diverged(format!(
+                            "the loss is {loss} at the first step, before any update: the forward pass overflowed fp16 \
                          (largest 65504) on the initial model and this data, not by the learning rate; inputs of \
                          about 1 fit it (--standardize, or scale the arrays), or train with --precision bf16 (f32's \
                          range)"
-                    )),
-                    e @ TrainError::Fp16Overflow { .. } => {
-                        TrainError::Diverged(format!("epoch {epoch}: {e}; {}", self.kept_checkpoint(checkpoint)))
-                    }
-                    other => other,
-                })?;
+                        )),
+                        e @ TrainError::Fp16Overflow { .. } => {
+                            TrainError::Diverged(format!("epoch {epoch}: {e}; {}", self.kept_checkpoint(checkpoint)))
+                        }
+                        // A replica that died or hung ends the run at its
+                        // all-reduce: where it can go on from is said too, as
+                        // a rank ended by a signal is.
+                        TrainError::Runtime(e @ aicf_runtime::RuntimeError::Collective(_)) => TrainError::Input(
+                            format!("epoch {epoch}, step {}: {e}; {}", step + 1, self.kept_checkpoint(checkpoint)),
+                        ),
+                        other => other,
+                    })?;
                 if !self.adaptive.policy().rules.is_empty() {
                     self.check_agreement(step)?;
                 }

@@ -180,7 +180,9 @@ struct ModelArgs {
     /// model, its rows per batch (hl-set-batch: train, eval and bench run
     /// the model so retargeted, written to <stem>.batch<N>.mlir in the
     /// output directory; compile makes a variant on the same parameters;
-    /// sample runs one row at a time and takes none).
+    /// sample runs one row at a time and takes none). Under --nproc N and
+    /// --accumulate K, each process's micro-batch: a step takes N x K x
+    /// this many rows.
     #[arg(long, allow_negative_numbers = true, value_parser = batch_size)]
     batch: Option<usize>,
     /// The optimizer the train step applies after the gradients: sgd,
@@ -1878,6 +1880,25 @@ fn launch_mpirun(n: usize) -> i32 {
     }
     if !args.iter().any(|a| a == "--data-parallel") {
         args.push("--data-parallel".into());
+    }
+    // Threads asked of each process past this machine's cores contend (each
+    // rank takes its share of the cores only where --threads is not given).
+    let threads = args
+        .iter()
+        .position(|a| a == "--threads")
+        .and_then(|i| args.get(i + 1).cloned())
+        .or_else(|| args.iter().find_map(|a| a.strip_prefix("--threads=").map(str::to_string)))
+        .and_then(|t| t.parse::<usize>().ok());
+    if let Some(t) = threads
+        && t.saturating_mul(n) > cores
+    {
+        eprintln!(
+            "note: --nproc {n} with --threads {t}: {} threads on this machine's {cores} core{}, which contend; \
+             --threads {} gives each process its share",
+            t * n,
+            if cores == 1 { "" } else { "s" },
+            (cores / n).max(1)
+        );
     }
     let mut command = std::process::Command::new("mpirun");
     command.arg("-n").arg(n.to_string());
