@@ -37,7 +37,7 @@ pub fn evaluate_checkpoint(
     model: &Path,
     options: &Options,
     data: &[PathBuf],
-    checkpoint: &Path,
+    checkpoint: Option<&Path>,
     out: &Path,
     eval_windows: Option<usize>,
     keep_batch: bool,
@@ -55,14 +55,32 @@ pub fn evaluate_checkpoint(
             if super::data::is_table(rows) { "a table" } else { "arrays" }
         )));
     }
-    let (name, source, meta, other_batch) = model_of_checkpoint(model, checkpoint, out, "scoring", keep_batch, report)?;
+    // Without a checkpoint, a model with weights of its own (an imported
+    // one's) is scored on all of the data, read as the file holds it.
+    let (name, source, meta, other_batch) = match checkpoint {
+        Some(c) => model_of_checkpoint(model, c, out, "scoring", keep_batch, report)?,
+        None => {
+            let (name, source) = super::predict::model_with_own_weights(model, "score")?;
+            (name, source, std::collections::BTreeMap::new(), false)
+        }
+    };
+    // What a figure that is not a number is of, for its message.
+    let scored = match checkpoint {
+        Some(c) => format!("{}: the checkpoint's model", c.display()),
+        None => format!("{}: the model", model.display()),
+    };
     let sig = Signature::of_source(&source, &name)?;
     // A classifier is scored by accuracy and the cross-entropy of its
     // logits; a regression by its @loss's mean over the examples (as
     // training's held-out loss), or, where @loss has dropout in it or a
     // batch is filled, by the mean squared error of @forward's output.
     let classifies = sig.classifies();
-    let scale = recorded_scale(&meta, checkpoint)?;
+    // (Without one, a table is read as the file holds it, as predict reads
+    // it: not divided by its own largest, as a training run's is.)
+    let scale = match checkpoint {
+        Some(c) => recorded_scale(&meta, c)?,
+        None => Some(1.0),
+    };
     let val_split: f64 = meta.get("val_split").and_then(|v| v.parse().ok()).unwrap_or(0.2);
     let seed: u64 = meta.get("seed").and_then(|v| v.parse().ok()).unwrap_or(0);
     // The data the checkpoint trained on is scored on what that run held
@@ -170,7 +188,14 @@ pub fn evaluate_checkpoint(
             ));
         }
     }
-    let mut trainer = checkpoint_trainer(&source, &name, options, &meta, checkpoint, out, other_batch, report)?;
+    let mut trainer = match checkpoint {
+        Some(c) => checkpoint_trainer(&source, &name, options, &meta, c, out, other_batch, report)?,
+        None => {
+            std::fs::create_dir_all(out)
+                .map_err(|e| TrainError::Io { path: out.to_path_buf(), message: e.to_string() })?;
+            Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?
+        }
+    };
     let batch = sig.batch();
     // A text not trained on is held out whole.
     let split = if held || text { Split::HeldOut } else { Split::Train };
@@ -251,8 +276,7 @@ pub fn evaluate_checkpoint(
         let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { return Ok(()) };
         if let Some(v) = logits.values.iter().find(|v| !v.is_finite()) {
             return Err(TrainError::Input(format!(
-                "{}: the checkpoint's model gives a logit of {v} on {}{}",
-                checkpoint.display(),
+                "{scored} gives a logit of {v} on {}{}",
                 data_name(data),
                 crate::train::fp16_range_hint(trainer.options().precision)
             )));
@@ -280,11 +304,7 @@ pub fn evaluate_checkpoint(
             (loss_sum / loss_rows.max(1) as f64, "(the model's @loss)")
         };
         if !loss.is_finite() {
-            return Err(TrainError::Input(format!(
-                "{}: the checkpoint's model gives a loss of {loss} on {}",
-                checkpoint.display(),
-                data_name(data)
-            )));
+            return Err(TrainError::Input(format!("{scored} gives a loss of {loss} on {}", data_name(data))));
         }
         return Ok(Scored { accuracy: f64::NAN, loss, unit: unit.into(), examples: n, what, epoch: epoch_of(&meta) });
     }
@@ -292,9 +312,8 @@ pub fn evaluate_checkpoint(
     let reported = if by_model_loss { loss_sum } else { nll };
     if !reported.is_finite() {
         return Err(TrainError::Input(format!(
-            "{}: the checkpoint's model gives a loss of {reported} on {}: a parameter of it is not finite, or \
-             the data is out of its range",
-            checkpoint.display(),
+            "{scored} gives a loss of {reported} on {}: a parameter of it is not finite, or the data is out of its \
+             range",
             data_name(data)
         )));
     }

@@ -61,6 +61,28 @@ pub fn known_format(path: &Path) -> bool {
     name.ends_with(".npy") || name.ends_with(".csv")
 }
 
+/// The model in `model` (name, source) where it holds weights of its own
+/// (an imported model's `hl.weights`): what runs without a checkpoint.
+/// Random initial values `doing` (predict, score) nothing: refused.
+pub(crate) fn model_with_own_weights(model: &Path, doing: &str) -> Result<(String, String)> {
+    let source = super::read_model(model)?;
+    if crate::weights::declared_in_text(&source).is_none() {
+        let why = if has_params(&source, &model.display().to_string())? {
+            "no --checkpoint, and the model holds no weights of its own (an imported model's): its parameters would \
+             be their random initial values; give a checkpoint of a run (`aicf train --checkpoint-dir DIR` writes \
+             DIR/last.safetensors)"
+                .to_string()
+        } else {
+            format!(
+                "the model declares no parameters (hl.param): AICF compiles a model that trains, and this one has \
+                 nothing to train or to {doing} with"
+            )
+        };
+        return Err(TrainError::Input(format!("{}: {why}", model.display())));
+    }
+    Ok((model.display().to_string(), source))
+}
+
 /// Runs `@forward` of the model in `model` on every row of `data` (a table,
 /// or arrays: the data inputs alone, or with the targets, which are not
 /// read) with the parameters of `checkpoint`, or, without one, the model's
@@ -89,20 +111,8 @@ pub fn predict(
     let (name, source, meta, other_batch) = match checkpoint {
         Some(c) => model_of_checkpoint(model, c, out, "predicting with", keep_batch, report)?,
         None => {
-            let source = super::read_model(model)?;
-            // Random initial values predict nothing: refused, not written.
-            if crate::weights::declared_in_text(&source).is_none() {
-                let why = if has_params(&source, &model.display().to_string())? {
-                    "no --checkpoint, and the model holds no weights of its own (an imported model's): its parameters \
-                     would be their random initial values; give a checkpoint of a run (`aicf train --checkpoint-dir \
-                     DIR` writes DIR/last.safetensors)"
-                } else {
-                    "the model declares no parameters (hl.param): AICF compiles a model that trains, and this one has \
-                     nothing to train or to predict with"
-                };
-                return Err(TrainError::Input(format!("{}: {why}", model.display())));
-            }
-            (model.display().to_string(), source, BTreeMap::new(), false)
+            let (name, source) = model_with_own_weights(model, "predict")?;
+            (name, source, BTreeMap::new(), false)
         }
     };
     let sig = Signature::of_source(&source, &name)?;

@@ -128,6 +128,15 @@
 // RUN: sed -n 1,7p %t/features.csv > %t/seven.csv
 // RUN: aicf predict %S/../../onnx/mlp.onnx --batch 4 --data %t/seven.csv --values raw -o %t/onnx.csv --out %t/onnx 2>/dev/null | FileCheck %s --check-prefix=ONNX
 // ONNX: raw of 7 rows (float32, [7, 10]) written to {{.*}}onnx.csv
+// It is scored with its own weights too (eval took a checkpoint only):
+// on every row, its accuracy that of the classes predict gives.
+// RUN: aicf predict %S/../../onnx/mlp.onnx --batch 4 --data %t/digits.csv --out %t/onnx 2>/dev/null > %t/onnx-classes.txt
+// RUN: aicf eval %S/../../onnx/mlp.onnx --batch 4 --data %t/digits.csv --out %t/onnx 2>/dev/null > %t/onnx-eval.txt
+// RUN: python3 -c "import re, sys; labels = [int(float(l.rsplit(',', 1)[1])) for l in open(sys.argv[1]) if l.strip()]; classes = [int(l) for l in open(sys.argv[2])]; e = open(sys.argv[3]).read(); a = float(re.search(r'accuracy ([0-9.]+)%%', e).group(1)); print(len(classes), abs(a - 100 * sum(x == y for x, y in zip(labels, classes)) / len(labels)) < 0.01, 'on 600 rows' in e, 'own weights' in e)" %t/digits.csv %t/onnx-classes.txt %t/onnx-eval.txt | FileCheck %s --check-prefix=ONNXEVAL
+// ONNXEVAL: 600 True True True
+// A model with no weights of its own is refused, as by predict.
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/p 2>&1 | FileCheck %s --check-prefix=EVALNOWEIGHTS
+// EVALNOWEIGHTS: error: {{.*}}digits_mlp.mlir: no --checkpoint, and the model holds no weights of its own
 //
 // A model whose ops fix its batch (32) predicts any number of rows: the
 // last ones in a batch filled with repeats, whose outputs are dropped (7

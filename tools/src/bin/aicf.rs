@@ -553,9 +553,10 @@ enum Command {
         /// `last.safetensors`, which the directory itself stands for, or a
         /// model version `v0.safetensors`, ...);
         /// its own model is scored (MODEL is the fallback for a checkpoint
-        /// that holds none).
+        /// that holds none). Without one, a model with weights of its own
+        /// (an imported ONNX model's) is scored on all of the data.
         #[arg(long)]
-        checkpoint: PathBuf,
+        checkpoint: Option<PathBuf>,
         /// Text: score at most this many held-out windows, spread over the
         /// held-out text as training's figures are (default: every one).
         #[arg(long, allow_negative_numbers = true)]
@@ -751,7 +752,7 @@ fn checkpoints_in_dirs(command: &mut Command) -> Result<()> {
         Ok(())
     };
     match command {
-        Command::Eval { checkpoint, .. }
+        Command::Eval { checkpoint: Some(checkpoint), .. }
         | Command::Sample { checkpoint, .. }
         | Command::Predict { checkpoint: Some(checkpoint), .. } => file(checkpoint, "--checkpoint"),
         Command::Train { resume_from: Some(p), .. } => file(p, "--resume-from"),
@@ -777,7 +778,7 @@ fn regular_inputs(command: &Command) -> Result<()> {
         }
         Command::Eval { compile, checkpoint, data, .. } => {
             inputs.push((&compile.model, "the model"));
-            inputs.push((checkpoint, "--checkpoint"));
+            inputs.extend(checkpoint.as_deref().map(|p| (p, "--checkpoint")));
             // Read more than once (hashed, then parsed): a FIFO hung.
             inputs.extend(data.iter().map(|p| (p.as_path(), "--data")));
         }
@@ -1245,10 +1246,15 @@ fn main() {
             train(&compile, &device, &data, run, gemm)
         }
         Command::Eval { mut compile, device, data, checkpoint, eval_windows, out } => {
-            resumed_from = Some(checkpoint.clone());
-            onnx_batch_of_checkpoint(&mut compile, &checkpoint, given("batch"));
-            checkpoint_precision(&mut compile, &checkpoint, given("precision"))
-                .and_then(|()| eval(&compile, &device, &data, &checkpoint, eval_windows, &out))
+            resumed_from = checkpoint.clone();
+            if let Some(c) = &checkpoint {
+                onnx_batch_of_checkpoint(&mut compile, c, given("batch"));
+            }
+            match &checkpoint {
+                Some(c) => checkpoint_precision(&mut compile, c, given("precision")),
+                None => Ok(()),
+            }
+            .and_then(|()| eval(&compile, &device, &data, checkpoint.as_deref(), eval_windows, &out))
         }
         Command::Sample { mut compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, out } => {
             resumed_from = Some(checkpoint.clone());
@@ -3587,7 +3593,7 @@ fn eval(
     c: &ModelArgs,
     d: &DeviceArgs,
     data: &[PathBuf],
-    checkpoint: &Path,
+    checkpoint: Option<&Path>,
     eval_windows: Option<usize>,
     out: &Path,
 ) -> Result<()> {
@@ -3608,28 +3614,29 @@ fn eval(
     .map_err(|e| e.to_string())?;
     // ("on 1 windows" read as a slip.)
     let what = if scored.examples == 1 { scored.what.trim_end_matches('s') } else { scored.what };
+    // What was scored: a checkpoint at its epoch, or the model's own weights.
+    let whose = match checkpoint {
+        Some(c) => format!("checkpoint {}, epoch {}", c.display(), scored.epoch.as_deref().unwrap_or("?")),
+        None => format!("{}'s own weights", c.model.display()),
+    };
     // A regression has no accuracy: its loss alone.
     if scored.accuracy.is_nan() {
         println!(
-            "loss {:.4} {} on {} {} of {} (checkpoint {}, epoch {})",
+            "loss {:.4} {} on {} {} of {} ({whose})",
             scored.loss,
             scored.unit,
             scored.examples,
             what,
             data[0].display(),
-            checkpoint.display(),
-            scored.epoch.as_deref().unwrap_or("?"),
         );
         return Ok(());
     }
     println!(
-        "accuracy {} on {} {} of {} (checkpoint {}, epoch {}); loss {:.4} {}",
+        "accuracy {} on {} {} of {} ({whose}); loss {:.4} {}",
         percent(scored.accuracy),
         scored.examples,
         what,
         data[0].display(),
-        checkpoint.display(),
-        scored.epoch.as_deref().unwrap_or("?"),
         scored.loss,
         scored.unit
     );
