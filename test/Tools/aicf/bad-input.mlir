@@ -187,6 +187,10 @@
 // RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --timing --emit fused 2>&1 | FileCheck %s --check-prefix=TIMINGEMIT
 // BUCKETALONE: aicf: error: --bucket-size sets a data-parallel run's all-reduces: `aicf bench` without --data-parallel has none
 // TIMEOUTALONE: aicf: error: --collective-timeout sets a data-parallel run's all-reduces: `aicf train` without --data-parallel has none
+// bench times one process: --nproc is said to be mpirun's there (clap
+// read it as an unknown flag and tipped to pass it as a value).
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --nproc 2 2>&1 | FileCheck %s --check-prefix=BENCHNPROC
+// BENCHNPROC: aicf: error: --nproc 2: bench times one process's step; {{.*}}mpirun -n 2 aicf bench MODEL --data-parallel
 // TIMINGEMIT: aicf: error: --timing times the compile to an artifact; with --emit nothing is compiled to time
 // A trace that cannot be written (procfs takes no new file, even from root)
 // is found before the benchmark runs, by its flag; a printed stage's

@@ -668,6 +668,10 @@ enum Command {
         /// `library`).
         #[arg(long)]
         gemm: Option<String>,
+        /// (Not bench's: it times one process's step. Refused, saying how to
+        /// time a data-parallel one; clap's tip read it as a value.)
+        #[arg(long, hide = true, allow_negative_numbers = true)]
+        nproc: Option<String>,
     },
 }
 
@@ -1300,7 +1304,11 @@ fn main() {
             json,
             runs_db,
         ),
-        Command::Bench { compile, device, lr, steps, out, profile, trace, gemm } => {
+        Command::Bench { nproc: Some(n), .. } => Err(format!(
+            "--nproc {n}: bench times one process's step; a data-parallel step's, all-reduces included, is timed \
+             under mpirun: mpirun -n {n} aicf bench MODEL --data-parallel (--profile shows the all-reduce's wait)"
+        )),
+        Command::Bench { compile, device, lr, steps, out, profile, trace, gemm, nproc: None } => {
             // SGD's rate is 0.1; Adam's and AdamW's 1e-3 (AdamW at SGD's
             // rate diverged: GPT-2 small's loss went from 10.8 to 36).
             let lr = lr.unwrap_or(if compile.optimizer.name() == "sgd" { 0.1 } else { 1e-3 });
