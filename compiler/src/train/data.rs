@@ -1646,6 +1646,10 @@ fn parse_table(
                     } else if column + 1 == record.len() && numbers + 1 == record.len() {
                         " (the last column is the label or target: class indices 0, 1, ... or numbers; map names to \
                          numbers first)"
+                    } else if words {
+                        // A column of categories among the numbers.
+                        " (words among the numbers? AICF reads tables of numbers alone: a column of categories is \
+                         encoded as numbers (category indices, or one column per category), or dropped)"
                     } else {
                         ""
                     };
@@ -1678,7 +1682,16 @@ fn parse_table(
         // An integer target is a class; a float one a regression target.
         let ignored = class_labels.flatten().is_some_and(|i| label == i as f64);
         if class_labels.is_some() && !ignored && (label.fract() != 0.0 || label < 0.0) {
-            return Err(at(format!("the label {label} is not a class index")));
+            // (A regression's target given to a classifier: how to get
+            // a model that fits it, said.)
+            let why = if label.fract() != 0.0 {
+                "; the model is a classifier (its @loss a cross-entropy over classes 0, 1, ...): a target of numbers \
+                 needs a regression model (a mean squared error loss): `aicf propose --data FILE --task regression` \
+                 writes one"
+            } else {
+                ": class indices count from 0"
+            };
+            return Err(at(format!("the label {label} is not a class index{why}")));
         }
         features.extend_from_slice(row);
         labels.push(label);

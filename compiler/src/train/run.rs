@@ -1887,11 +1887,19 @@ fn nothing_to_train(
     // run's metrics there (a stale or shared --out) are not reported.
     let step: u64 = meta.get("step").and_then(|s| s.parse().ok()).unwrap_or(0);
     let mut records = report::read_metrics(&metrics, usize::MAX);
+    // (What the file holds past the checkpoint, for the message: it said
+    // "ends at epoch 3, not at epoch 3" of a file that ends at 5.)
+    let (last_epoch, at_epoch) =
+        (records.last().map(|r| r.epoch), records.iter().rev().find(|r| r.epoch == epoch).map(|r| r.step));
     records.retain(|r| r.epoch <= epoch);
     if records.last().is_none_or(|r| r.epoch != epoch || r.step != step) {
-        let held = match records.last() {
-            Some(r) => format!("ends at epoch {}, not at this checkpoint's epoch {epoch}", r.epoch),
-            None => "holds no records of this checkpoint's run".into(),
+        let held = match (last_epoch, at_epoch) {
+            (None, _) => "holds no records of this checkpoint's run".into(),
+            (Some(_), Some(other)) => format!(
+                "holds another run's records (its epoch {epoch} ends at step {other}, this checkpoint's at step \
+                 {step})"
+            ),
+            (Some(last), None) => format!("ends at epoch {last}, not at this checkpoint's epoch {epoch}"),
         };
         report.note(&format!(
             "{} {held} (its run wrote them to another --out?): no figures to report",

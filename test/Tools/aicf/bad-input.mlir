@@ -275,6 +275,14 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/indexed.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=INDEXED
 // INDEXED: aicf: error: {{.*}}indexed.csv:1: the first row is an empty cell, then 0, 1, 2, ..., 64: the column names pandas writes (a header row, and an index column)
 // WORD: aicf: error: {{.*}}word.csv:3: column 1 is 'x': invalid float literal
+// A column of categories, and a regression's targets given to a
+// classifier, say what to do (neither did).
+// RUN: awk -F, -v OFS=, '{$5 = "green"; print}' %t/digits.csv > %t/category.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/category.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=CATEGORY
+// CATEGORY: aicf: error: {{.*}}category.csv:1: column 5 is 'green': invalid float literal (words among the numbers? AICF reads tables of numbers alone: a column of categories is encoded as numbers
+// RUN: awk -F, -v OFS=, '{$65 = $65 + 0.5; print}' %t/digits.csv > %t/targets.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/targets.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=FLOATLABEL
+// FLOATLABEL: aicf: error: {{.*}}targets.csv:1: the label 0.5 is not a class index; the model is a classifier {{.*}}`aicf propose --data FILE --task regression` writes one
 // WORD-NOT: header
 // COMMAS: aicf: error: {{.*}}commas.csv:11: column 1 is empty
 // ZIPPED: aicf: error: {{.*}}zipped.csv: gzip-compressed data under a name without .gz

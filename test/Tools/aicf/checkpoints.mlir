@@ -137,6 +137,12 @@
 // STALE: note: {{.*}}other-out/metrics.jsonl ends at epoch 1, not at this checkpoint's epoch 3 (its run wrote them to another --out?): no figures to report
 // STALE-NOT: after 1 epoch
 // STALE: no epoch trained
+// One holding another run's records past the checkpoint's epoch (a
+// 5-epoch run of another batch, its epoch 3 at another step) says so (it
+// said "ends at epoch 3, not at this checkpoint's epoch 3").
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --batch 64 --out %t/longer-out > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/longer-out --resume-from %t/p-resumed/last.safetensors 2>&1 | FileCheck %s --check-prefix=LONGER
+// LONGER: note: {{.*}}longer-out/metrics.jsonl holds another run's records (its epoch 3 ends at step {{[0-9]+}}, this checkpoint's at step {{[0-9]+}}) {{.*}}: no figures to report
 
 // A resume with another learning rate, seed or data is refused, naming both
 // values, unless --override-resume says to go on. A learning rate that
