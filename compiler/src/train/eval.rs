@@ -304,7 +304,11 @@ pub fn evaluate_checkpoint(
             (loss_sum / loss_rows.max(1) as f64, "(the model's @loss)")
         };
         if !loss.is_finite() {
-            return Err(TrainError::Input(format!("{scored} gives a loss of {loss} on {}", data_name(data))));
+            return Err(TrainError::Input(format!(
+                "{scored} gives a loss of {loss} on {}{}",
+                data_name(data),
+                crate::train::fp16_range_hint(trainer.options().precision)
+            )));
         }
         return Ok(Scored { accuracy: f64::NAN, loss, unit: unit.into(), examples: n, what, epoch: epoch_of(&meta) });
     }
@@ -313,8 +317,9 @@ pub fn evaluate_checkpoint(
     if !reported.is_finite() {
         return Err(TrainError::Input(format!(
             "{scored} gives a loss of {reported} on {}: a parameter of it is not finite, or the data is out of its \
-             range",
-            data_name(data)
+             range{}",
+            data_name(data),
+            crate::train::fp16_range_hint(trainer.options().precision)
         )));
     }
     let (loss, unit) = if by_model_loss {

@@ -43,9 +43,7 @@ pub fn refuse_special_file(path: &std::path::Path) -> std::result::Result<(), St
 /// precision, and blamed its weights or the data); empty otherwise.
 pub fn fp16_range_hint(precision: crate::pipeline::Precision) -> String {
     if precision == crate::pipeline::Precision::Fp16 {
-        " (it runs in fp16, as its checkpoint trained, whose values overflow past 65504: --precision fp32 or bf16 runs \
-         it in f32's range)"
-            .into()
+        " (it runs in fp16, whose values overflow past 65504: --precision fp32 or bf16 runs it in f32's range)".into()
     } else {
         String::new()
     }

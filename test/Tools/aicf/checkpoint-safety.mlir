@@ -274,6 +274,11 @@
 // RUN: printf 'max_rewrites = 1\n[[rule]]\nwhen = "steps"\nevery = 30\nmax_times = 4\naction = { op = "widen", layer = "fc1", factor = 1.5, max_width = 64 }\n' > %t/capped.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/capped.toml --no-runs-db --out %t/run8c 2>&1 | FileCheck %s --check-prefix=CAPPED
 // CAPPED: note: max_rewrites = 1: after 1 rewrite no rule changes the model again (its rules may act 4 times)
+// A FLOPs trigger fires once, as a step's does: no note under a cap of 1.
+// RUN: printf 'max_rewrites = 1\n[[rule]]\nwhen = "flops"\nflops = 1e9\naction = { op = "widen", layer = "fc1", width = 32 }\n' > %t/flops-once.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/flops-once.toml --no-runs-db --out %t/run8f 2>&1 | FileCheck %s --check-prefix=FLOPSONCE
+// FLOPSONCE-NOT: max_rewrites
+// FLOPSONCE: final held-out
 // A width not above the layer's is named for what it is (the note said
 // "no such layer, or at its cap"); the output layer, which no widening can
 // take, is noted before training (it was found only when its rule fired).

@@ -32,9 +32,9 @@
 // says so, and how to run it in f32's range (it blamed the weights or
 // the data).
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/x5000.npy --data %t/y.npy --checkpoint %t/fall-ckpt/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVALOVER
-// EVALOVER: error: {{.*}}gives a logit of {{.*}} (it runs in fp16, as its checkpoint trained, whose values overflow past 65504: --precision fp32 or bf16 runs it in f32's range)
+// EVALOVER: error: {{.*}}gives a logit of {{.*}} (it runs in fp16, whose values overflow past 65504: --precision fp32 or bf16 runs it in f32's range)
 // RUN: not aicf predict %S/../../../examples/mlp/digits_mlp.mlir --data %t/x5000.npy --checkpoint %t/fall-ckpt/last.safetensors -o %t/over.csv 2>&1 | FileCheck %s --check-prefix=PREDOVER
-// PREDOVER: error: {{.*}}the model's output is NaN: {{.*}} (it runs in fp16, as its checkpoint trained
+// PREDOVER: error: {{.*}}the model's output is NaN: {{.*}} (it runs in fp16, whose values overflow past 65504
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/x5000.npy --data %t/y.npy --checkpoint %t/fall-ckpt/last.safetensors --precision fp32 --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVALF32
 // EVALF32: accuracy
 // RUN: python3 -c "import json; r=[json.loads(l) for l in open('%t/run/metrics.jsonl')][-1]; print('RUN %%.2f%%%% %%.4f' %% (100*r['val_accuracy'], r['val_loss']))" > %t/figures.txt

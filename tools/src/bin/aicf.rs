@@ -1306,7 +1306,8 @@ fn main() {
         ),
         Command::Bench { nproc: Some(n), .. } => Err(format!(
             "--nproc {n}: bench times one process's step; a data-parallel step's, all-reduces included, is timed \
-             under mpirun: mpirun -n {n} aicf bench MODEL --data-parallel (--profile shows the all-reduce's wait)"
+             under mpirun: mpirun -n {} aicf bench MODEL --data-parallel (--profile shows the all-reduce's wait)",
+            if n.parse::<usize>().is_ok() { n.as_str() } else { "N" }
         )),
         Command::Bench { compile, device, lr, steps, out, profile, trace, gemm, nproc: None } => {
             // SGD's rate is 0.1; Adam's and AdamW's 1e-3 (AdamW at SGD's

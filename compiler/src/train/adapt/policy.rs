@@ -296,17 +296,8 @@ fn expand_paths(trainer: &Trainer, pattern: &str) -> Vec<String> {
 /// Rewrites `source` by `op` without compiling anything, a composition's
 /// operators in turn (each on the model the ones before it make): whether
 /// the growth applies to the model.
-fn dry_run(source: &str, name: &str, op: &Operator) -> Result<String, crate::CompileError> {
-    match op {
-        Operator::Compose { ops } => {
-            let mut source = source.to_string();
-            for op in ops {
-                source = super::rewrite(&source, name, op)?.source;
-            }
-            Ok(source)
-        }
-        op => super::rewrite(source, name, op).map(|r| r.source),
-    }
+fn dry_run(source: &str, name: &str, op: &Operator) -> Result<String, TrainError> {
+    super::grown_source(source, name, op, false)
 }
 
 /// Why the model `source` could never be grown into on this machine: its
@@ -962,7 +953,8 @@ impl Policy {
                 if matches!(rule.action, Action::Rollback { .. }) {
                     continue;
                 }
-                let once = matches!(rule.trigger, Trigger::Steps { .. });
+                // (A step and a FLOPs trigger fire once.)
+                let once = matches!(rule.trigger, Trigger::Steps { .. } | Trigger::Flops { .. });
                 times = match (times, once, rule.max_times) {
                     (Some(t), true, _) => Some(t + 1),
                     (Some(t), false, m) if m > 0 => Some(t + m),
@@ -1209,5 +1201,22 @@ impl Policy {
             crate::pipeline::Precision::Fp32 => 1e-5,
             _ => 4e-3,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{POLICY_KEYS, Policy};
+
+    /// The policy-wide keys the hint names are the policy's own: serde's
+    /// list of them (its error for an unknown key) is `POLICY_KEYS` and the
+    /// rules, so a key added to the policy without the hint fails here.
+    #[test]
+    fn the_policy_wide_keys_of_the_hint_are_the_policys() {
+        let e = Policy::parse("not_a_key = 1").unwrap_err();
+        let listed = e.split("expected one of ").nth(1).unwrap_or_default();
+        let mut keys: Vec<&str> = listed.split(", ").map(|k| k.trim().trim_matches('`')).collect();
+        keys.retain(|k| *k != "rule");
+        assert_eq!(keys, POLICY_KEYS, "{e}");
     }
 }
