@@ -155,7 +155,8 @@ enum Stage {
 struct ModelArgs {
     /// The model: an hl module with @forward and @loss, or an ONNX model
     /// (.onnx), imported first with --loss and --batch (`aicf compile -`
-    /// reads an hl module from standard input).
+    /// reads an hl module from standard input; the other commands read a
+    /// file).
     model: PathBuf,
     /// An ONNX model's loss: cross_entropy (integer labels) or mse (a
     /// target of the output's shape) on its first output, or graph: the
