@@ -134,6 +134,15 @@
 // RUN: aicf eval %S/../../onnx/mlp.onnx --batch 4 --data %t/digits.csv --out %t/onnx 2>/dev/null > %t/onnx-eval.txt
 // RUN: python3 -c "import re, sys; labels = [int(float(l.rsplit(',', 1)[1])) for l in open(sys.argv[1]) if l.strip()]; classes = [int(l) for l in open(sys.argv[2])]; e = open(sys.argv[3]).read(); a = float(re.search(r'accuracy ([0-9.]+)%%', e).group(1)); print(len(classes), abs(a - 100 * sum(x == y for x, y in zip(labels, classes)) / len(labels)) < 0.01, 'on 600 rows' in e, 'own weights' in e)" %t/digits.csv %t/onnx-classes.txt %t/onnx-eval.txt | FileCheck %s --check-prefix=ONNXEVAL
 // ONNXEVAL: 600 True True True
+// Without --batch (its batch dimension is symbolic), both run it at 64
+// rows a batch, said (both refused it): the same classes.
+// RUN: aicf predict %S/../../onnx/mlp.onnx --data %t/digits.csv --out %t/onnx64 2>%t/onnx64-note.txt > %t/onnx64-classes.txt
+// RUN: cmp %t/onnx-classes.txt %t/onnx64-classes.txt
+// RUN: FileCheck %s --check-prefix=RUNBATCH < %t/onnx64-note.txt
+// RUNBATCH: note: {{.*}}mlp.onnx: its batch dimension is symbolic: run at 64 rows a batch
+// RUN: aicf eval %S/../../onnx/mlp.onnx --data %t/digits.csv --out %t/onnx64 2>&1 | FileCheck %s --check-prefix=EVAL64
+// EVAL64: note: {{.*}}run at 64 rows a batch
+// EVAL64: accuracy {{.*}} on 600 rows
 // A model with no weights of its own is refused, as by predict.
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/p 2>&1 | FileCheck %s --check-prefix=EVALNOWEIGHTS
 // EVALNOWEIGHTS: error: {{.*}}digits_mlp.mlir: no --checkpoint, and the model holds no weights of its own

@@ -1252,8 +1252,9 @@ fn main() {
         }
         Command::Eval { mut compile, device, data, checkpoint, eval_windows, out } => {
             resumed_from = checkpoint.clone();
-            if let Some(c) = &checkpoint {
-                onnx_batch_of_checkpoint(&mut compile, c, given("batch"));
+            match &checkpoint {
+                Some(c) => onnx_batch_of_checkpoint(&mut compile, c, given("batch")),
+                None => onnx_batch_to_run(&mut compile, given("batch")),
             }
             match &checkpoint {
                 Some(c) => checkpoint_precision(&mut compile, c, given("precision")),
@@ -1281,8 +1282,9 @@ fn main() {
                 PredictValues::Probabilities => predict::Values::Probabilities,
                 PredictValues::Raw => predict::Values::Raw,
             });
-            if let Some(c) = &checkpoint {
-                onnx_batch_of_checkpoint(&mut compile, c, given("batch"));
+            match &checkpoint {
+                Some(c) => onnx_batch_of_checkpoint(&mut compile, c, given("batch")),
+                None => onnx_batch_to_run(&mut compile, given("batch")),
             }
             match &checkpoint {
                 Some(c) => checkpoint_precision(&mut compile, c, given("precision")),
@@ -3038,6 +3040,29 @@ fn model_from_stdin() -> Result<String> {
 /// `--batch` takes the batch the checkpoint's run imported it at, where the
 /// export leaves its batch open or fixes another (a static batch of 1 read
 /// as `--batch`'s): "give --batch" refused it.
+/// The batch an ONNX model whose batch dimension is symbolic is scored or
+/// run at without a checkpoint (`eval`, `predict`), where none is given:
+/// the batch changes their speed alone (a last batch is filled), and both
+/// refused the model without one.
+const ONNX_RUN_BATCH: usize = 64;
+
+/// `--batch` for `eval` and `predict` of an ONNX model with no checkpoint
+/// to take it from: [`ONNX_RUN_BATCH`] where its batch dimension is
+/// symbolic and none is given, said on stderr.
+fn onnx_batch_to_run(compile: &mut ModelArgs, given: bool) {
+    if given || !is_onnx(&compile.model) {
+        return;
+    }
+    if onnx::leading_dim(&compile.model) == Some(None) {
+        compile.batch = Some(ONNX_RUN_BATCH);
+        eprintln!(
+            "note: {}: its batch dimension is symbolic: run at {ONNX_RUN_BATCH} rows a batch (the batch changes the \
+             speed alone here; --batch chooses it)",
+            compile.model.display()
+        );
+    }
+}
+
 fn onnx_batch_of_checkpoint(compile: &mut ModelArgs, checkpoint: &Path, given: bool) {
     if given || !is_onnx(&compile.model) {
         return;
