@@ -2215,9 +2215,31 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
             }
             let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("{name}: not UTF-8 text ({e})")))?;
             if let Some((at, c)) = text.char_indices().find(|(_, c)| chars.binary_search(c).is_err()) {
+                // Every character it lacks, with its count (the first alone
+                // was named: fixed one run at a time), and the line of the
+                // first.
+                let mut missing: BTreeMap<char, usize> = BTreeMap::new();
+                for c in text.chars().filter(|c| chars.binary_search(c).is_err()) {
+                    *missing.entry(c).or_default() += 1;
+                }
+                let mut listed: Vec<(char, usize)> = missing.into_iter().collect();
+                listed.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                let shown: Vec<String> = listed.iter().take(12).map(|(c, n)| format!("{c:?} ({n})")).collect();
+                let more = if listed.len() > 12 { format!(" and {} more", listed.len() - 12) } else { String::new() };
+                let line = text[..at].matches('\n').count() + 1;
+                // Windows line endings: '\r' before each '\n'.
+                let crlf = if c == '\r' && text[at..].starts_with("\r\n") {
+                    " (Windows line endings: convert them to '\\n', as the run's text had them)"
+                } else {
+                    ""
+                };
                 return Err(bad(format!(
-                    "{name}: {c:?} at byte {at} is not in the checkpoint's vocabulary of {} characters",
-                    chars.len()
+                    "{name}: {} character{} not in the checkpoint's vocabulary of {} characters, the first {c:?} on \
+                     line {line} (byte {at}){crlf}: {}{more} (times each occurs)",
+                    listed.len(),
+                    if listed.len() == 1 { " is" } else { "s are" },
+                    chars.len(),
+                    shown.join(", ")
                 )));
             }
             Vocab::Chars(chars)
@@ -2375,6 +2397,15 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
                 )
             })
             .into_iter()
+            // Windows line endings: '\r' is a character of its own, which
+            // the model then learns and writes (said: samples held stray
+            // carriage returns).
+            .chain(bytes.windows(2).any(|w| w == b"\r\n").then(|| {
+                format!(
+                    "{name}: Windows line endings ('\\r\\n'): '\\r' is read as a character of its own, which the \
+                     model learns and `aicf sample` writes; convert them to '\\n' (dos2unix) to train on the text alone"
+                )
+            }))
             .collect(),
         unscaled: false,
     })

@@ -167,7 +167,18 @@
 // RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/text.txt --epochs 1 --windows-per-epoch 32 --out %t/lm --checkpoint-dir %t/lm-ckpt > /dev/null
 // RUN: printf '$' > %t/other.txt && tail -c +2 %t/text.txt >> %t/other.txt
 // RUN: not aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/other.txt --checkpoint %t/lm-ckpt/last.safetensors --out %t/lm 2>&1 | FileCheck %s --check-prefix=VOCAB
-// VOCAB: aicf: error: {{.*}}other.txt: '$' at byte 0 is not in the checkpoint's vocabulary of {{[0-9]+}} characters
+// VOCAB: aicf: error: {{.*}}other.txt: 1 character is not in the checkpoint's vocabulary of {{[0-9]+}} characters, the first '$' on line 1 (byte 0): '$' (1) (times each occurs)
+// Every character it lacks is named, with its count (the first alone was:
+// fixed one run at a time), and Windows line endings are said.
+// RUN: printf 'Caf\xc3\xa9 \xe2\x82\xac\xe2\x82\xac\n' > %t/others.txt && cat %t/text.txt >> %t/others.txt
+// RUN: not aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/others.txt --checkpoint %t/lm-ckpt/last.safetensors --out %t/lm 2>&1 | FileCheck %s --check-prefix=VOCABS
+// VOCABS: aicf: error: {{.*}}others.txt: 2 characters are not in the checkpoint's vocabulary of {{[0-9]+}} characters, the first 'é' on line 1 (byte 3): '€' (2), 'é' (1) (times each occurs)
+// RUN: sed 's/$/\r/' %t/text.txt > %t/crlf.txt
+// RUN: not aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/crlf.txt --checkpoint %t/lm-ckpt/last.safetensors --out %t/lm 2>&1 | FileCheck %s --check-prefix=VOCABCRLF
+// VOCABCRLF: the first '\r' on line 1 {{.*}} (Windows line endings: convert them to '\n', as the run's text had them)
+// Training on it says the '\r' is a character the model learns.
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/crlf.txt --epochs 1 --windows-per-epoch 8 --no-runs-db --out %t/crlf-run 2>&1 | FileCheck %s --check-prefix=CRLFTRAIN
+// CRLFTRAIN: note: {{.*}}crlf.txt: Windows line endings ('\r\n'): '\r' is read as a character of its own
 // Training on from the checkpoint reads another text with its vocabulary
 // too (the text's own would have moved every id after '$' by one).
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/other.txt --resume-from %t/lm-ckpt/last.safetensors --checkpoint-dir %t/lm-fork --override-resume --epochs 2 --windows-per-epoch 32 --out %t/lm-fork-run 2>&1 | FileCheck %s --check-prefix=VOCAB

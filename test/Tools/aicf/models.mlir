@@ -72,6 +72,7 @@
 
 // LMEVAL: note: every one of the 3485 held-out windows is scored; the run's held-out figures sampled 32 of them (its --eval-windows): --eval-windows 32 scores those
 // LMEVAL: accuracy {{[0-9.]+}}% on 3485 held-out windows of {{.*}}tinyshakespeare.txt (checkpoint {{.*}}last.safetensors, epoch 2); loss {{[0-9.]+}} nats/char
+// LMEVAL-SAME: ({{[0-9]+\.[0-9]+}} bits/char, perplexity {{[0-9]+\.[0-9]+}})
 // LMSAMPLED: epoch   2/2  train loss {{[0-9.]+}}  val loss [[LOSS:[0-9.]+]] nats/char  val accuracy [[ACC:[0-9.]+]]%
 // LMSAMPLED: accuracy [[ACC]]% on 32 held-out windows of {{.*}}loss [[LOSS]] nats/char
 

@@ -3666,8 +3666,16 @@ fn eval(
         );
         return Ok(());
     }
+    // A language model's loss in the units papers and nanoGPT's users
+    // compare too: bits per character (or byte) and perplexity.
+    let also = match scored.unit.strip_prefix("nats/") {
+        Some(per) if scored.loss.is_finite() => {
+            format!(" ({:.4} bits/{per}, perplexity {:.3})", scored.loss / std::f64::consts::LN_2, scored.loss.exp())
+        }
+        _ => String::new(),
+    };
     println!(
-        "accuracy {} on {} {} of {} ({whose}); loss {:.4} {}",
+        "accuracy {} on {} {} of {} ({whose}); loss {:.4} {}{also}",
         percent(scored.accuracy),
         scored.examples,
         what,
