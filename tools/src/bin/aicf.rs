@@ -1252,15 +1252,8 @@ fn main() {
         }
         Command::Eval { mut compile, device, data, checkpoint, eval_windows, out } => {
             resumed_from = checkpoint.clone();
-            match &checkpoint {
-                Some(c) => onnx_batch_of_checkpoint(&mut compile, c, given("batch")),
-                None => onnx_batch_to_run(&mut compile, given("batch")),
-            }
-            match &checkpoint {
-                Some(c) => checkpoint_precision(&mut compile, c, given("precision")),
-                None => Ok(()),
-            }
-            .and_then(|()| eval(&compile, &device, &data, checkpoint.as_deref(), eval_windows, &out))
+            run_settings(&mut compile, checkpoint.as_deref(), (given("batch"), given("precision")))
+                .and_then(|()| eval(&compile, &device, &data, checkpoint.as_deref(), eval_windows, &out))
         }
         Command::Sample { mut compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, out } => {
             resumed_from = Some(checkpoint.clone());
@@ -1282,15 +1275,7 @@ fn main() {
                 PredictValues::Probabilities => predict::Values::Probabilities,
                 PredictValues::Raw => predict::Values::Raw,
             });
-            match &checkpoint {
-                Some(c) => onnx_batch_of_checkpoint(&mut compile, c, given("batch")),
-                None => onnx_batch_to_run(&mut compile, given("batch")),
-            }
-            match &checkpoint {
-                Some(c) => checkpoint_precision(&mut compile, c, given("precision")),
-                None => Ok(()),
-            }
-            .and_then(|()| {
+            run_settings(&mut compile, checkpoint.as_deref(), (given("batch"), given("precision"))).and_then(|()| {
                 predict(&compile, &device, &data, checkpoint.as_deref(), (values, result), output.as_deref(), &out)
             })
         }
@@ -3060,6 +3045,21 @@ fn onnx_batch_to_run(compile: &mut ModelArgs, given: bool) {
              speed alone here; --batch chooses it)",
             compile.model.display()
         );
+    }
+}
+
+/// The batch and precision `eval` and `predict` run at: a checkpoint's
+/// (where not given), or, without one, an ONNX model's run batch.
+fn run_settings(compile: &mut ModelArgs, checkpoint: Option<&Path>, (batch, precision): (bool, bool)) -> Result<()> {
+    match checkpoint {
+        Some(c) => {
+            onnx_batch_of_checkpoint(compile, c, batch);
+            checkpoint_precision(compile, c, precision)
+        }
+        None => {
+            onnx_batch_to_run(compile, batch);
+            Ok(())
+        }
     }
 }
 
