@@ -1560,7 +1560,19 @@ fn fit_run(
     loop_.recorder = recorder.clone();
     let started = Instant::now();
     let remedy = loop_.remedy();
-    let result = loop_.train(run, checkpoint.as_deref(), report);
+    let result = loop_.train(run, checkpoint.as_deref(), report).map_err(|e| match e {
+        // A replica lost outside the train step's all-reduce (held-out
+        // scoring, the agreement check): where the run goes on from is
+        // said, as the step's own mapping says it.
+        TrainError::Runtime(e @ aicf_runtime::RuntimeError::Collective(_)) => {
+            let kept = checkpoint.as_deref().filter(|p| p.is_file()).and_then(|p| {
+                let meta = aicf_runtime::checkpoint::read_metadata(p).ok()?;
+                meta.get("epoch").map(|epoch| resume_here(p, epoch))
+            });
+            TrainError::Input(format!("{e}; {}", kept.unwrap_or_else(|| "no checkpoint was written".into())))
+        }
+        other => other,
+    });
     if let Ok(summary) = &result {
         let remedy = |guess: f64| unconverged_remedy(run, summary.steps, &summary.records, guess, &remedy);
         note_worse_than_guessing(&sig, &summary.records, &remedy, report);
