@@ -1553,7 +1553,10 @@ fn widest_row(bytes: &[u8]) -> (usize, usize) {
     widest
 }
 
-/// A table's rows: features, labels, features per row and each row's line.
+/// A table's rows: features, labels, features per row, each row's line,
+/// and the column names of a header row, skipped (a first row of names
+/// alone, none of them a number: pandas' `to_csv(index=False)` of named
+/// columns, a spreadsheet's export; it was refused).
 /// `class_labels`: labels are class indices (or the loss's ignored label,
 /// `Some(Some(i))`). `expect`: the cells a row must have where a model says
 /// so, checked on the widest row before any is parsed (a 2 MB gzip of one
@@ -1563,7 +1566,7 @@ fn parse_table(
     class_labels: Option<Option<i64>>,
     expect: Option<(usize, &dyn Fn(usize) -> String)>,
     unread_label: Option<usize>,
-) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>)> {
+) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>, Option<String>)> {
     let name = path.display().to_string();
     let bytes = read_bytes(path)?;
     let (cells, at) = widest_row(&bytes);
@@ -1582,6 +1585,7 @@ fn parse_table(
     let mut labels: Vec<f64> = Vec::new();
     let mut width = None;
     let mut lines = Vec::new();
+    let mut header: Option<String> = None;
     for (n, record) in reader.records().enumerate() {
         // The record's line (blank lines counted), else its number.
         let line = match &record {
@@ -1595,6 +1599,20 @@ fn parse_table(
         // with nothing in it, named below.
         if record.len() == 1 && record.iter().all(|c| c.trim().is_empty()) {
             continue;
+        }
+        // A first row of names, none a number, is a header: skipped, and
+        // said by the caller. (Names that are numbers are refused below: a
+        // row of data they may be.)
+        if lines.is_empty() && header.is_none() && record.len() >= 2 {
+            let cells: Vec<&str> = record.iter().map(str::trim).collect();
+            if cells.iter().all(|c| c.parse::<f64>().is_err())
+                && cells.iter().any(|c| c.chars().any(char::is_alphabetic))
+            {
+                let shown: Vec<&str> = cells.iter().take(6).copied().collect();
+                let more = if cells.len() > 6 { format!(", ... ({} names)", cells.len()) } else { String::new() };
+                header = Some(format!("{}{more}", shown.join(", ")));
+                continue;
+            }
         }
         // pandas' column names (`DataFrame(a).to_csv(index=False)` writes
         // 0, 1, ..., n-1 first; with its index, an empty cell before them)
@@ -1697,7 +1715,7 @@ fn parse_table(
         labels.push(label);
         lines.push(line);
     }
-    Ok((features, labels, width.unwrap_or(0), lines))
+    Ok((features, labels, width.unwrap_or(0), lines, header))
 }
 
 /// A cell of a file as an error shows it: control characters escaped (a
@@ -1762,7 +1780,7 @@ pub fn peek(path: &Path) -> Result<Peek> {
     if !(lower.ends_with(".csv") || lower.ends_with(".csv.gz")) {
         return Err(bad(format!("{name}: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)")));
     }
-    let (_, labels, width, lines) = parse_table(path, None, None, None)?;
+    let (_, labels, width, lines, _) = parse_table(path, None, None, None)?;
     if labels.is_empty() {
         return Err(bad(format!("{name}: no rows")));
     }
@@ -1901,7 +1919,7 @@ fn table_of(
     // (Labels are checked as class indices only where they train or score.)
     let class_labels = (is_int(y.dtype) && !predicting).then_some(sig.ignore_index);
     let unread_label = (predicting && has_label).then_some(per + 1);
-    let (mut features, mut labels, mut width, lines) =
+    let (mut features, mut labels, mut width, lines, header) =
         parse_table(path, class_labels, Some((per + 1, &refusal)), unread_label)?;
     let rows = labels.len();
     if rows == 0 {
@@ -1926,6 +1944,9 @@ fn table_of(
     // feature, every feature one column off and the last one taken for the
     // label, without a word.
     let mut notes = Vec::new();
+    if let Some(names) = header {
+        notes.push(format!("{name}: its first row ({names}) is read as the column names, not a row of data"));
+    }
     let counts = |from: f64| (0..rows).all(|r| features[r * width] == r as f64 + from);
     if predicting && has_label && !alone && rows >= 3 && width > 1 && (counts(0.0) || counts(1.0)) {
         notes.push(format!(

@@ -253,19 +253,26 @@
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/short.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=SCALED
 // SCALED: note: {{.*}}short.csv: the features are divided by 16, the scale the checkpoint's run read its table with
 // SCALED: accuracy {{.*}} on 20 rows of
-// A cell that is not a number is named by its column; words in the first
-// row are taken for a header, which tables here have not; a row of empty
+// A cell that is not a number is named by its column; a first row of
+// names is a header (below); a row of empty
 // cells is refused (it was dropped without a word); gzip data under a name
 // without .gz is named as such (it read as "invalid utf-8").
 // RUN: (printf 'f%%s,' $(seq 1 64); echo label; cat %t/digits.csv) > %t/header.csv
-// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/header.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=HEADER
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/header.csv --epochs 1 --no-runs-db --out %t/run 2>&1 | FileCheck %s --check-prefix=HEADER
 // RUN: sed '3s/^[0-9.]*,/x,/' %t/digits.csv > %t/word.csv
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/word.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=WORD
 // RUN: (sed -n 1,10p %t/digits.csv; echo ',,,'; sed -n 11,40p %t/digits.csv) > %t/commas.csv
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/commas.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=COMMAS
 // RUN: cp %S/../../../data/digits.csv.gz %t/zipped.csv
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/zipped.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=ZIPPED
-// HEADER: aicf: error: {{.*}}header.csv:1: column 1 is 'f1': invalid float literal (a header row? AICF reads tables of numbers alone, without one)
+// A header of names, none a number, is read as one and said (it was
+// refused): the rows after it train as the table without it would.
+// HEADER: note: {{.*}}header.csv: its first row (f1, f2, f3, f4, f5, f6, ... (65 names)) is read as the column names, not a row of data
+// HEADER: training on {{[0-9]+}} examples
+// A first row of names and numbers is refused, with the hint.
+// RUN: (printf 'f%%s,' $(seq 1 63); printf '7,label\n'; cat %t/digits.csv) > %t/half-header.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/half-header.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=HALFHEADER
+// HALFHEADER: aicf: error: {{.*}}half-header.csv:1: column 1 is 'f1': invalid float literal (a header row? AICF reads tables of numbers alone, without one)
 // pandas' column names are numbers (`DataFrame(a).to_csv(index=False)`
 // writes 0, 1, ..., 64 first): they were read as a row of data.
 // RUN: (seq -s, 0 64; cat %t/digits.csv) > %t/numbered.csv
