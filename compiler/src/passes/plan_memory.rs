@@ -237,20 +237,16 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
             // (The measure of a candidate is the abstract model's; were the
             // model rebuilt from the IR not lower by it, as each round must
             // be for the search to end, the placed search takes over.)
-            let pair = |m: &Model| {
-                let m = m.merged();
-                (m.lower_bound, m.at_peak)
-            };
-            let mut now = pair(&model);
-            while now.0 > budget {
-                let Some(cand) = model.lowering_the_bound() else { break };
+            let mut merged = model.merged();
+            while merged.lower_bound > budget {
+                let Some(cand) = model.lowering_the_bound(&merged) else { break };
                 recomputed += recompute(block, &model, &cand)?;
                 model = Model::build(block);
-                let next = pair(&model);
-                if next >= now {
+                let next = model.merged();
+                if (next.lower_bound, next.at_peak) >= (merged.lower_bound, merged.at_peak) {
                     break;
                 }
-                now = next;
+                merged = next;
             }
             placed = model.place();
         }
@@ -733,8 +729,8 @@ impl Model {
     /// built and measured down the estimates, the `MEASURED_CANDIDATES`
     /// best of each kind first, the best of the first batch where one
     /// helps kept.
-    fn lowering_the_bound(&self) -> Option<Candidate> {
-        let merged = self.merged();
+    /// `merged`: this model's ([`Model::merged`]).
+    fn lowering_the_bound(&self, merged: &Merged) -> Option<Candidate> {
         let current = (merged.lower_bound, merged.at_peak);
         let candidates = self.candidates();
         let spans = self.spans();
@@ -760,9 +756,14 @@ impl Model {
             }
             peak
         };
+        // (Measured once each: the batches past the first go down the
+        // same estimates, the first of each kind's candidates included.)
+        let measured = std::cell::RefCell::new(HashMap::new());
         let exact = |c: &Candidate| {
-            let m = self.with(c, &spans).merged();
-            (m.lower_bound, m.at_peak)
+            *measured.borrow_mut().entry((c.step, c.before)).or_insert_with(|| {
+                let m = self.with(c, &spans).merged();
+                (m.lower_bound, m.at_peak)
+            })
         };
         let best_of = |measured: Vec<((u64, usize), Candidate)>| {
             measured
@@ -779,7 +780,7 @@ impl Model {
         // estimates goes before the cheap ones past them: strictly cheap
         // first measured far more candidates, and recomputed more kernels
         // (the char LM of 16 blocks at 45%: 692 against 489, 3.5 s against
-        // 1.6; 64 blocks 99 s against 25).
+        // 1.6; 64 blocks 99 s against 14.5-18).
         let mut estimated: Vec<((u64, usize), Candidate, bool)> =
             candidates.iter().map(|c| (estimate(&mut tree, c), *c, cheap(&self.steps[c.step]))).collect();
         estimated.sort_by_key(|&(b, c, _)| (b, c.step, c.before));

@@ -190,11 +190,7 @@ pub fn evaluate_checkpoint(
     }
     let mut trainer = match checkpoint {
         Some(c) => checkpoint_trainer(&source, &name, options, &meta, c, out, other_batch, report)?,
-        None => {
-            std::fs::create_dir_all(out)
-                .map_err(|e| TrainError::Io { path: out.to_path_buf(), message: e.to_string() })?;
-            Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?
-        }
+        None => super::predict::own_weights_trainer(&source, &name, options, out)?,
     };
     let batch = sig.batch();
     // A text not trained on is held out whole.

@@ -83,6 +83,14 @@ pub(crate) fn model_with_own_weights(model: &Path, doing: &str) -> Result<(Strin
     Ok((model.display().to_string(), source))
 }
 
+/// The trainer of a model with weights of its own
+/// ([`model_with_own_weights`]), compiled in `out`: its initial state is
+/// those weights.
+pub(crate) fn own_weights_trainer(source: &str, name: &str, options: &Options, out: &Path) -> Result<Trainer> {
+    create_dir(out)?;
+    Trainer::from_source(source, name, Options { cache_dir: out.to_path_buf(), ..options.clone() })
+}
+
 /// Runs `@forward` of the model in `model` on every row of `data` (a table,
 /// or arrays: the data inputs alone, or with the targets, which are not
 /// read) with the parameters of `checkpoint`, or, without one, the model's
@@ -181,10 +189,7 @@ pub fn predict(
     }
     let mut trainer = match checkpoint {
         Some(c) => checkpoint_trainer(&source, &name, options, &meta, c, out, other_batch, report)?,
-        None => {
-            create_dir(out)?;
-            Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?
-        }
+        None => own_weights_trainer(&source, &name, options, out)?,
     };
     let batch = sig.batch();
     let n = dataset.train_len();

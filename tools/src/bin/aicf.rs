@@ -1825,6 +1825,16 @@ fn rank0_stdout_to_launcher() {
     }
 }
 
+/// The value of `flag` in a command line's `args` (`--flag V` or
+/// `--flag=V`), as the `--nproc` launcher reads the few it needs before
+/// the ranks parse the rest.
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).map(String::as_str).or_else(|| {
+        let prefix = format!("{flag}=");
+        args.iter().find_map(|a| a.strip_prefix(prefix.as_str()))
+    })
+}
+
 /// Runs this command again under `mpirun -n n` with --data-parallel (and
 /// without --nproc), and returns its exit status.
 fn launch_mpirun(n: usize) -> i32 {
@@ -1886,12 +1896,7 @@ fn launch_mpirun(n: usize) -> i32 {
     }
     // Threads asked of each process past this machine's cores contend (each
     // rank takes its share of the cores only where --threads is not given).
-    let threads = args
-        .iter()
-        .position(|a| a == "--threads")
-        .and_then(|i| args.get(i + 1).cloned())
-        .or_else(|| args.iter().find_map(|a| a.strip_prefix("--threads=").map(str::to_string)))
-        .and_then(|t| t.parse::<usize>().ok());
+    let threads = flag_value(&args, "--threads").and_then(|t| t.parse::<usize>().ok());
     if let Some(t) = threads
         && t.saturating_mul(n) > cores
     {
@@ -1986,11 +1991,7 @@ fn launch_mpirun(n: usize) -> i32 {
     // which stops the ranks; then the run says where it stands, as a
     // single process does (it ended without a word). A second one ends
     // this process at once (and mpirun with it: the kernel's SIGTERM).
-    let checkpoint_dir = args
-        .iter()
-        .position(|a| a == "--checkpoint-dir")
-        .and_then(|i| args.get(i + 1).map(PathBuf::from))
-        .or_else(|| args.iter().find_map(|a| a.strip_prefix("--checkpoint-dir=").map(PathBuf::from)));
+    let checkpoint_dir = flag_value(&args, "--checkpoint-dir").map(PathBuf::from);
     let _interruptible = aicf_runtime::checkpoint::interruptible();
     // (A Ctrl-C at a terminal reaches mpirun too: it is passed on only
     // where mpirun has not ended a second later, as a second SIGINT makes
@@ -3415,8 +3416,6 @@ fn direct_convolutions_note(timings: &aicf_compiler::timing::Timings) -> &'stati
 struct Printer {
     /// The run holds no examples out: its held-out figures are "n/a", not NaN.
     nothing_held: bool,
-    /// The loss scale the last epoch line showed (an fp16 run's).
-    last_scale: Option<f64>,
     /// Whether the direct convolutions' note was printed (once a run).
     said_direct: bool,
 }
@@ -3467,9 +3466,7 @@ impl Report for Printer {
         // (steps skipped for overflowing gradients: seen only in a
         // checkpoint's tensors). Against the epoch's start: the first
         // epoch's fall, where a run finds its scale, went unsaid.
-        let before = r.loss_scale_start.or(self.last_scale);
-        self.last_scale = r.loss_scale;
-        let scale = match (r.loss_scale, before) {
+        let scale = match (r.loss_scale, r.loss_scale_start) {
             (Some(now), Some(before)) if now < before && now > 0.0 => {
                 // Each skipped step halves it; a doubling (after 2000 clean
                 // steps) in between hides one: at least this many.
