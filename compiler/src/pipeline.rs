@@ -654,6 +654,17 @@ pub fn loss_batch_constant(source: &str, name: &str) -> Option<(String, usize, f
     Some((at, batch, value))
 }
 
+/// Where the model's `@loss` centres a value on a mean over one value at
+/// some batch size ([`crate::consistency::one_value_centring`]). `None`
+/// where it does not (or the model does not parse).
+pub fn one_value_centring(source: &str, name: &str) -> Option<crate::consistency::Centring> {
+    let batch = crate::train::data::Signature::of_source(source, name).ok()?.batch();
+    let ctx = CompilerContext::new();
+    let mut module = ctx.parse(source, name).ok()?;
+    inline_calls(&ctx, &mut module, source).ok()?;
+    crate::consistency::one_value_centring(module.as_operation().to_raw(), batch)
+}
+
 /// A warning's text for [`loss_batch_constant`]: the model written for a
 /// batch of `written` trains batches of `sizes` rows.
 pub fn batch_constant_warning(at: &str, written: usize, value: f64, sizes: &[usize]) -> String {

@@ -1428,6 +1428,32 @@ fn fit_run(
         let replicas = comm.as_ref().map_or(1, |c| c.size());
         // The smaller last batches the model runs (none where an op fixes
         // its batch).
+        // A model that normalizes over the batch alone (a batch norm over
+        // 1x1 maps) trains no batch of fewer rows than it needs (PyTorch
+        // refuses one): each epoch leaves out a last batch that small, on
+        // every replica alike (one that has no rows of it runs one).
+        let needed = trainer.min_train_rows();
+        if let Some(why) = trainer.centring_refusal(batch) {
+            return Err(TrainError::Input(why));
+        }
+        if (0..replicas).any(|r| train_tail_rows(&dataset, batch, micro, replicas, r) < needed) {
+            let global = batch * micro * replicas;
+            let (left, _) = dataset.whole_batches(global, 1);
+            if dataset.train_len() == 0 {
+                return Err(TrainError::Input(format!(
+                    "{}: {left} training example{}, and {}",
+                    dataset.description,
+                    if left == 1 { "" } else { "s" },
+                    trainer.centring_refusal(1).unwrap_or_default()
+                )));
+            }
+            report.note(&format!(
+                "{name}: the model normalizes over the batch alone (a batch norm over 1x1 maps), which a batch of \
+                 fewer than {needed} rows cannot train; each epoch takes whole batches, leaving out {left} training \
+                 example{} (a table's: other rows each epoch)",
+                if left == 1 { "" } else { "s" }
+            ));
+        }
         let mut tails = Vec::new();
         for rows in tail_batches(&dataset, batch, micro, replicas, rank) {
             match trainer.add_batch(rows) {
@@ -2042,16 +2068,7 @@ struct Loop<'a> {
 const PLOT_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn tail_batches(data: &Dataset, batch: usize, micro: usize, replicas: usize, rank: usize) -> Vec<usize> {
-    let last_train = data.train_len() % (batch * micro * replicas);
-    let train_rows = if last_train > 0 {
-        match shard_range(last_train, batch * micro, rank).len() {
-            0 => 1,
-            rows if rows % batch == 0 => batch,
-            rows => rows % batch,
-        }
-    } else {
-        batch
-    };
+    let train_rows = train_tail_rows(data, batch, micro, replicas, rank);
     let mut sizes = Vec::new();
     for rows in [train_rows, data.held_len() % batch] {
         if rows > 0 && rows != batch && !sizes.contains(&rows) {
@@ -2059,6 +2076,22 @@ fn tail_batches(data: &Dataset, batch: usize, micro: usize, replicas: usize, ran
         }
     }
     sizes
+}
+
+/// The rows of the smallest batch `rank` trains on in an epoch: its share
+/// of a smaller last global batch (a replica with none runs one row that
+/// adds nothing), its last micro-batch's; `batch` where the epoch is whole
+/// batches.
+fn train_tail_rows(data: &Dataset, batch: usize, micro: usize, replicas: usize, rank: usize) -> usize {
+    let last_train = data.train_len() % (batch * micro * replicas);
+    if last_train == 0 {
+        return batch;
+    }
+    match shard_range(last_train, batch * micro, rank).len() {
+        0 => 1,
+        rows if rows % batch == 0 => batch,
+        rows => rows % batch,
+    }
 }
 
 impl<'a> Loop<'a> {

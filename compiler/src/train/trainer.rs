@@ -291,6 +291,10 @@ pub struct Trainer {
     /// The model's signature where its `@loss` has dropout (takes a seed
     /// and an offset): a step given the inputs without them draws them.
     rng: Option<super::data::Signature>,
+    /// Where `@loss` centres a value on a mean over one value at some batch
+    /// sizes (a batch norm at a batch of 1): a step of that many rows is
+    /// refused, as PyTorch refuses it.
+    centring: Option<crate::consistency::Centring>,
 }
 
 /// A learning rate a step can take: finite and not negative (0 is a
@@ -432,6 +436,7 @@ impl Trainer {
             global_rows: None,
             comm: None,
             rng: super::data::Signature::of_source(source, name).ok().filter(|s| s.takes_rng()),
+            centring: crate::pipeline::one_value_centring(source, name),
         })
     }
 
@@ -809,6 +814,7 @@ impl Trainer {
     /// step's inputs, at the same learning rate) is copied to the device.
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
         check_lr(lr)?;
+        self.check_rows_normalize(inputs.first().and_then(|t| t.shape.first()).copied())?;
         // Dropout's seed and offset where left out.
         // (Rank r's first part is r M, M micro-batches a replica, as in
         // `aicf train`.)
@@ -843,6 +849,28 @@ impl Trainer {
         let out = self.backend.call_staging_next("train_step", &all, next.as_deref())?;
         let rows = inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
         self.stepped(&out, lr, rows, &[inputs])
+    }
+
+    /// The fewest rows a training batch of this model takes: 2 where its
+    /// `@loss` normalizes over the batch alone (a batch norm over 1x1
+    /// maps), 1 otherwise.
+    pub fn min_train_rows(&self) -> usize {
+        self.centring.as_ref().and_then(|c| c.rows_needed).unwrap_or(1)
+    }
+
+    /// Why a training batch of `rows` rows does not train the model, where
+    /// it does not ([`Trainer::min_train_rows`]).
+    pub fn centring_refusal(&self, rows: usize) -> Option<String> {
+        self.centring.as_ref().and_then(|c| c.refuses(rows))
+    }
+
+    /// Refuses a training batch of `rows` rows (where known) over which
+    /// `@loss` would centre a value on a mean of one value.
+    fn check_rows_normalize(&self, rows: Option<usize>) -> Result<()> {
+        match (&self.centring, rows) {
+            (Some(c), Some(rows)) => c.refuses(rows).map_or(Ok(()), |why| Err(TrainError::Input(why))),
+            _ => Ok(()),
+        }
     }
 
     /// The learning rate as `function`'s `lr` input (its element type).
@@ -920,6 +948,9 @@ impl Trainer {
         }
         if micro.is_empty() {
             return Err(TrainError::Input("a step of no micro-batches".into()));
+        }
+        for (inputs, _) in micro {
+            self.check_rows_normalize(inputs.first().and_then(|t| t.shape.first()).copied())?;
         }
         // Dropout's seed and offset where left out: each micro-batch its
         // own masks, as `aicf train --accumulate` draws them.

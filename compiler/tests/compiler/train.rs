@@ -1556,3 +1556,94 @@ fn a_run_a_flops_budget_ended_mid_epoch_resumes_inside_it() {
     let e = run::fit(&model, &other, &[digits()], &run(1.2e8, "cut2", true), &mut Quiet).err().unwrap().to_string();
     assert!(e.contains("which this run's global batch of 96 rows does not divide"), "{e}");
 }
+
+/// The digits MLP at a batch of `batch` with its hidden layer centred on
+/// its mean over `axes` (a batch norm without its scale): over the batch
+/// alone (`[0]`) it is over one value per feature at a batch of 1; over
+/// the one feature of a 1-wide layer (`[1]`) at any batch.
+fn centred_mlp(batch: usize, width: usize, axes: &str) -> String {
+    let kept = if axes == "[0]" { format!("1x{width}") } else { format!("{batch}x1") };
+    let body = |x: &str| {
+        format!(
+            "  %w1 = hl.get_param @fc1.weight : tensor<{width}x64xf32>\n  %b1 = hl.get_param @fc1.bias : \
+             tensor<{width}xf32>\n  %h = hl.linear {x}, %w1, %b1 : tensor<{batch}x64xf32>, tensor<{width}x64xf32>, \
+             tensor<{width}xf32>\n  %m = hl.reduce_mean %h axes = {axes} keepdim : tensor<{batch}x{width}xf32>\n  \
+             %c = hl.sub %h, %m : tensor<{batch}x{width}xf32>, tensor<{kept}xf32>\n  %a = hl.relu %c : \
+             tensor<{batch}x{width}xf32>\n  %w2 = hl.get_param @fc2.weight : tensor<10x{width}xf32>\n  %b2 = \
+             hl.get_param @fc2.bias : tensor<10xf32>\n  %logits = hl.linear %a, %w2, %b2 : \
+             tensor<{batch}x{width}xf32>, tensor<10x{width}xf32>, tensor<10xf32>\n"
+        )
+    };
+    format!(
+        "hl.param @fc1.weight : tensor<{width}x64xf32> owner \"fc1\" init <kaiming_uniform, gain = 0.5773502691896257>\n\
+         hl.param @fc1.bias : tensor<{width}xf32> owner \"fc1\" init <zeros>\n\
+         hl.param @fc2.weight : tensor<10x{width}xf32> owner \"fc2\" init <kaiming_uniform, gain = 0.5773502691896257>\n\
+         hl.param @fc2.bias : tensor<10xf32> owner \"fc2\" init <zeros>\n\
+         func.func @forward(%x: tensor<{batch}x64xf32>) -> tensor<{batch}x10xf32> {{\n{}  return %logits : \
+         tensor<{batch}x10xf32>\n}}\n\
+         func.func @loss(%x: tensor<{batch}x64xf32>, %labels: tensor<{batch}xi32>) -> tensor<f32> {{\n{}  %loss = \
+         hl.cross_entropy %logits, %labels : tensor<{batch}x10xf32>, tensor<{batch}xi32>\n  return %loss : \
+         tensor<f32>\n}}\n",
+        body("%x"),
+        body("%x")
+    )
+}
+
+/// A model centring a value on its mean over the batch alone (a batch norm
+/// over 1x1 maps, or over features) trains no batch of one row, as PyTorch
+/// refuses it: the step is refused naming the op, and `aicf train` leaves
+/// a last batch of one row out of each epoch, said. Before, a batch of one
+/// trained to a constant (every centred value 0) and imported batch norms'
+/// running variances fell to 0 (a held-out loss of 2e8). One centring over
+/// one value at any batch (a 1-wide layer's own mean) is refused up front.
+#[test]
+fn a_batch_of_one_row_is_refused_where_the_loss_centres_over_the_batch() {
+    let dir = scratch("centred");
+    let options = Options { device: Device::Cpu { threads: 1 }, cache_dir: dir.clone(), ..Options::default() };
+    let source = centred_mlp(4, 16, "[0]");
+    let mut t = Trainer::from_source(&source, "centred.mlir", options.clone()).unwrap();
+    assert_eq!(t.min_train_rows(), 2);
+    let (x, y) = random_batch(4, 1);
+    t.step(&[&x, &y], 0.01).unwrap();
+    let (x1, y1) = random_batch(1, 2);
+    let e = t.step(&[&x1, &y1], 0.01).unwrap_err().to_string();
+    assert!(
+        e.contains("centred.mlir:")
+            && e.contains("its mean over axes [0], which at a batch of 1 row is over one value each")
+            && e.contains("train with batches of 2 rows or more"),
+        "{e}"
+    );
+    // Predicting one row is not training: it runs.
+    assert_eq!(t.predict(&[&x1]).unwrap()[0].shape, vec![1, 10]);
+
+    // 1438 training rows of digits at a batch of 3 leave one: each epoch
+    // takes 479 whole batches.
+    let model = dir.join("centred3.mlir");
+    std::fs::write(&model, centred_mlp(3, 16, "[0]")).unwrap();
+    let run = RunOptions { epochs: 1, lr: 0.01, out: dir.join("run3"), ..RunOptions::default() };
+    let mut notes = Notes(Vec::new());
+    let summary = run::fit(&model, &options, &[digits()], &run, &mut notes).unwrap();
+    assert_eq!(summary.steps, 479);
+    assert!(
+        notes
+            .0
+            .iter()
+            .any(|n| n.contains("a batch of fewer than 2 rows cannot train")
+                && n.contains("leaving out 1 training example")),
+        "{:?}",
+        notes.0
+    );
+    // At a batch of 1 the run is refused before it trains.
+    let model1 = dir.join("centred1.mlir");
+    std::fs::write(&model1, centred_mlp(1, 16, "[0]")).unwrap();
+    let run1 = RunOptions { epochs: 1, lr: 0.01, out: dir.join("run1"), ..RunOptions::default() };
+    let e = run::fit(&model1, &options, &[digits()], &run1, &mut Quiet).err().unwrap().to_string();
+    assert!(e.contains("at a batch of 1 row is over one value each"), "{e}");
+
+    // A 1-wide layer centred on its own mean: no batch trains it.
+    let model_one = dir.join("one-wide.mlir");
+    std::fs::write(&model_one, centred_mlp(8, 1, "[1]")).unwrap();
+    let run_one = RunOptions { epochs: 1, lr: 0.01, out: dir.join("run-one"), ..RunOptions::default() };
+    let e = run::fit(&model_one, &options, &[digits()], &run_one, &mut Quiet).err().unwrap().to_string();
+    assert!(e.contains("its mean over axes [1], which at any batch is over one value each"), "{e}");
+}
