@@ -2384,7 +2384,19 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
                 t.tokens.iter().for_each(|&b| seen[b as usize & 255] = true);
                 format!("{} of 256", count(seen.iter().filter(|&&s| s).count(), "byte value", "byte values"))
             } else {
-                count(size, "distinct character", "distinct characters")
+                // (A vocabulary given, a checkpoint's: the text's own
+                // characters, of it; its size was said as the text's.)
+                let mut seen = vec![false; size];
+                t.tokens.iter().for_each(|&c| seen[c as usize % size.max(1)] = true);
+                let own = seen.iter().filter(|&&s| s).count();
+                if own == size {
+                    count(size, "distinct character", "distinct characters")
+                } else {
+                    format!(
+                        "{} of the given vocabulary's {size}",
+                        count(own, "distinct character", "distinct characters")
+                    )
+                }
             },
             split,
             t.tokens.len() - split

@@ -101,7 +101,34 @@ pub fn refuse_overwriting_weights(path: &std::path::Path, what: &str) -> std::re
             "{what} would overwrite a weights file (a checkpoint or a model's weights); give another output"
         ));
     }
+    if checkpoint_model(path) {
+        return Err(format!(
+            "{what} would overwrite a model of a checkpoint directory (the model its checkpoints hold, which `aicf \
+             eval` and --resume read); give another output"
+        ));
+    }
     Ok(())
+}
+
+/// Whether `path` is a checkpoint directory's model (`model.mlir`,
+/// `model-v<k>.mlir`, as `aicf train --checkpoint-dir` writes them) in a
+/// directory that holds a checkpoint.
+fn checkpoint_model(path: &std::path::Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return false };
+    let version = name.strip_prefix("model-v").and_then(|v| v.strip_suffix(".mlir"));
+    if name != "model.mlir" && !version.is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())) {
+        return false;
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let v = n.strip_prefix('v').and_then(|v| v.strip_suffix(".safetensors"));
+            n == "last.safetensors"
+                || n == "prev.safetensors"
+                || v.is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        })
+    })
 }
 
 /// Whether two paths name one file: equal, or equal once resolved (the

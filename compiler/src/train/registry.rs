@@ -639,20 +639,30 @@ impl Runs {
     }
 
     /// Continues run `id` (a resumed run's, killed or ended before) where
-    /// the registry holds it with this model (`model_hash`) and seed: it is
-    /// running again, in this process. Whether it did (a registry made anew
+    /// the registry holds it with the model `row_model` (the hash of its
+    /// last part's model) and seed: it is running again, in this process,
+    /// with the model `model_hash` (the same, or retargeted to another
+    /// batch by --batch). Whether it did (a registry made anew
     /// since reuses ids: another run's row is left alone).
     ///
     /// Its settings become `settings` (the epochs it now trains to, a
     /// policy given with --override-resume), keeping the policy it had
     /// where this part gives none (its growth is in its decisions), and
     /// `command` is added to its commands, one a line.
-    pub fn resume(&self, id: i64, model_hash: &str, seed: u64, settings: &Settings, command: &str) -> Result<bool> {
+    pub fn resume(
+        &self,
+        id: i64,
+        row_model: &str,
+        model_hash: &str,
+        seed: u64,
+        settings: &Settings,
+        command: &str,
+    ) -> Result<bool> {
         let before: Option<String> = self
             .conn
             .query_row(
                 "SELECT settings FROM runs WHERE id = ?1 AND model_hash = ?2 AND seed = ?3",
-                params![id, model_hash, seed as i64],
+                params![id, row_model, seed as i64],
                 |r| r.get(0),
             )
             .optional()
@@ -676,14 +686,16 @@ impl Runs {
             .conn
             .execute(
                 "UPDATE runs SET status = 'running', pid = ?2, finished = NULL, error = NULL, settings = ?5, command \
-                 = COALESCE(command || char(10), '') || ?6 WHERE id = ?1 AND model_hash = ?3 AND seed = ?4",
+                 = COALESCE(command || char(10), '') || ?6, model_hash = ?7 WHERE id = ?1 AND model_hash = ?3 AND \
+                 seed = ?4",
                 params![
                     id,
                     std::process::id(),
-                    model_hash,
+                    row_model,
                     seed as i64,
                     serde_json::to_string(&settings).unwrap_or_else(|_| before.clone()),
-                    command
+                    command,
+                    model_hash
                 ],
             )
             .map_err(db_error(&self.path))?;
@@ -751,15 +763,18 @@ impl Runs {
         Ok(())
     }
 
-    /// Records how a run ended, from its epochs (`records`).
+    /// Records how a run ended, from its epochs (`records`). Its best
+    /// held-out loss is of the epochs its row holds: a run resumed in a row
+    /// of its own (a fork, other data) carries its parent's records, whose
+    /// best was credited to it.
     pub fn finish(&self, id: i64, records: &[EpochRecord], steps: u64, seconds: f64) -> Result<()> {
         let best = records.iter().map(|r| r.val_loss).filter(|v| v.is_finite()).fold(f64::INFINITY, f64::min);
         let last = records.last();
         self.conn
             .execute(
                 "UPDATE runs SET finished = ?2, status = 'finished', epochs = ?3, steps = ?4, train_flops = ?5, \
-                 params = ?6, best_val_loss = ?7, final_val_loss = ?8, final_val_accuracy = ?9, seconds = ?10 WHERE \
-                 id = ?1",
+                 params = ?6, best_val_loss = COALESCE((SELECT MIN(val_loss) FROM curve WHERE run_id = ?1), ?7), \
+                 final_val_loss = ?8, final_val_accuracy = ?9, seconds = ?10 WHERE id = ?1",
                 params![
                     id,
                     now(),
@@ -1279,11 +1294,11 @@ mod tests {
         let at = |d: Option<&str>| Settings { checkpoint_dir: d.map(String::from), ..Settings::default() };
         let run = NewRun { model_hash: "m".into(), settings: at(Some("/ckpt")), ..NewRun::default() };
         let id = runs.begin(&run).unwrap();
-        assert!(!runs.resume(id, "m", 0, &at(Some("/copy")), "aicf train --resume").unwrap());
-        assert!(runs.resume(id, "m", 0, &at(Some("/ckpt")), "aicf train --resume").unwrap());
+        assert!(!runs.resume(id, "m", "m", 0, &at(Some("/copy")), "aicf train --resume").unwrap());
+        assert!(runs.resume(id, "m", "m", 0, &at(Some("/ckpt")), "aicf train --resume").unwrap());
         // An older record, without a directory, goes on as it did.
         let old = runs.begin(&NewRun { model_hash: "m".into(), ..NewRun::default() }).unwrap();
-        assert!(runs.resume(old, "m", 0, &at(Some("/copy")), "aicf train --resume").unwrap());
+        assert!(runs.resume(old, "m", "m", 0, &at(Some("/copy")), "aicf train --resume").unwrap());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -882,15 +882,14 @@ fn fit_run(
         // A run still in its first epoch holds the directory's lock.
         let busy = std::fs::File::open(dir.join(".lock"))
             .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)));
-        let previous = dir.join(PREVIOUS);
-        let held = aicf_runtime::checkpoint::read_metadata(&previous).ok().and_then(|m| m.get("epoch").cloned());
+        let held = latest_checkpoint_left(dir);
         let message = if busy {
             "no checkpoint yet: another run is writing this directory and has not saved its first (resume once it \
              has, or stopped)"
                 .to_string()
-        } else if let Some(epoch) = held {
+        } else if let Some((previous, epoch)) = held {
             // (A last removed, or never renamed into place: the one before
-            // is there.)
+            // is there, and a version's, which may be the last's own.)
             format!("not here; {} holds epoch {epoch}: --resume-from it goes on from there", previous.display())
         } else {
             "no checkpoint to resume from (train without --resume to start one)".to_string()
@@ -1545,9 +1544,28 @@ fn fit_run(
                 .resume_from
                 .as_deref()
                 .is_some_and(|from| run.checkpoint_dir.as_deref().is_none_or(|dir| !in_place(from, dir)));
-            let continued = resume.as_ref().filter(|_| !forked).and_then(|(_, meta)| {
+            // A resume on other data (--override-resume) is a run of its
+            // own too: its row's problem is this data's, and its held-out
+            // losses are of this data (they were credited to the
+            // checkpoint's problem).
+            // (By the files' hashes: a data file renamed or moved is the same data.)
+            let this_data = loop_.record.iter().find(|(k, _)| *k == "data").map(|(_, v)| v.as_str());
+            let other_data = resume.as_ref().is_some_and(|(_, meta)| {
+                meta.get("data").zip(this_data).is_some_and(|(before, now)| !same_data(before, now))
+            });
+            if other_data && !forked && resume.as_ref().is_some_and(|(_, meta)| meta.contains_key(REGISTRY_RUN_KEY)) {
+                report.note(
+                    "the run goes on with other data than its checkpoint's: the registry records it as a run of its \
+                     own, on this data's problem (its epochs and FLOPs count from the start of the checkpoint's run)",
+                );
+            }
+            let continued = resume.as_ref().filter(|_| !forked && !other_data).and_then(|(_, meta)| {
                 let (file, id) = meta.get(REGISTRY_RUN_KEY)?.rsplit_once('#')?;
-                (registry_key(db) == file).then(|| id.parse::<i64>().ok())?
+                let id = (registry_key(db) == file).then(|| id.parse::<i64>().ok())??;
+                // The row holds the model of the run's part before this one:
+                // the checkpoint's (this part's differs where --batch
+                // retargets it).
+                Some((id, meta.get("model").cloned().unwrap_or_else(|| model_hash.clone())))
             });
             match Recorder::begin(db, &loop_, options, run, problem, &model_file, &model_hash, data, continued) {
                 Ok(r) => {
@@ -1819,7 +1837,7 @@ impl Recorder {
         model: &Path,
         model_hash: &str,
         data: &[PathBuf],
-        continued: Option<i64>,
+        continued: Option<(i64, String)>,
     ) -> Result<Recorder> {
         use super::registry::{NewRun, Runs, Settings, fingerprint};
         Runs::refuse_foreign(db)?;
@@ -1855,8 +1873,8 @@ impl Recorder {
         // would start from the checkpoint's grown model. Its settings become
         // this part's (the epochs it trains to, a policy given with
         // --override-resume), and its command is added to the first.
-        if let Some(id) = continued
-            && runs.resume(id, model_hash, run.seed, &settings, &command)?
+        if let Some((id, row_model)) = continued
+            && runs.resume(id, &row_model, model_hash, run.seed, &settings, &command)?
         {
             return Ok(Recorder {
                 runs,
@@ -1883,6 +1901,34 @@ impl Recorder {
         })?;
         Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false), deferred: Default::default(), continued: false })
     }
+}
+
+/// The latest checkpoint a checkpoint directory holds without its
+/// `last.safetensors`: of `prev.safetensors` and the versions'
+/// `v<k>.safetensors` (each the last checkpoint of its model version; the
+/// current one's was the last's own), the one at the latest step, and its
+/// epoch.
+fn latest_checkpoint_left(dir: &Path) -> Option<(PathBuf, String)> {
+    let mut candidates = vec![dir.join(PREVIOUS)];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let version = name.strip_prefix('v').and_then(|n| n.strip_suffix(".safetensors"));
+            if version.is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())) {
+                candidates.push(entry.path());
+            }
+        }
+    }
+    candidates
+        .into_iter()
+        .filter_map(|path| {
+            let meta = aicf_runtime::checkpoint::read_metadata(&path).ok()?;
+            let epoch = meta.get("epoch")?.clone();
+            let step = meta.get("step").and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+            Some((step, epoch.parse::<u64>().unwrap_or(0), path, epoch))
+        })
+        .max_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| b.2.cmp(&a.2)))
+        .map(|(_, _, path, epoch)| (path, epoch))
 }
 
 /// A resume asked to train to an epoch the checkpoint has reached: the

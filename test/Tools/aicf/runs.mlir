@@ -224,6 +224,42 @@
 // COPIED-NEXT: 3 finished {{.*}} 11
 // COPIED-NEXT: 3 runs in
 
+// A resume at another batch (--batch) goes on in the run's row (it was a
+// row of its own, holding the later epochs alone), and is no growth.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/b --checkpoint-dir %t/b-ckpt --runs-db %t/rebatch.sqlite --no-progress > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/b --checkpoint-dir %t/b-ckpt --runs-db %t/rebatch.sqlite --no-progress --resume --batch 64 > /dev/null 2>&1
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/b --checkpoint-dir %t/b-ckpt --runs-db %t/rebatch.sqlite --no-progress --resume > /dev/null 2>&1
+// RUN: aicf runs list --runs-db %t/rebatch.sqlite | FileCheck %s --check-prefix=REBATCH
+// RUN: aicf runs show 1 --runs-db %t/rebatch.sqlite | FileCheck %s --check-prefix=REBATCHSHOW
+// REBATCH: 1 finished {{.*}} mlp 128-10 {{.*}} 4
+// REBATCH-NEXT: 1 runs in
+// REBATCHSHOW: resumed: {{.*}} --epochs 3 {{.*}} --batch 64
+// REBATCHSHOW-NEXT: resumed: {{.*}} --epochs 4
+// REBATCHSHOW-NOT: grown into
+// A resume on other data (--override-resume) is a run of its own, on that
+// data's problem, its best held-out loss of its own epochs (the row of the
+// checkpoint's run took it, and its problem).
+// RUN: python3 -c "import gzip; open('%t/d500.csv', 'w').write(''.join(gzip.open('%S/../../../data/digits.csv.gz', 'rt').readlines()[:500]))"
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/d500.csv --epochs 5 --out %t/b --checkpoint-dir %t/b-ckpt --runs-db %t/rebatch.sqlite --no-progress --resume --override-resume 2>&1 | FileCheck %s --check-prefix=OTHERDATA
+// OTHERDATA: note: the run goes on with other data than its checkpoint's: the registry records it as a run of its own
+// RUN: aicf runs list --runs-db %t/rebatch.sqlite | FileCheck %s --check-prefix=OTHERLIST
+// OTHERLIST: 1 finished {{.*}} digits {{.*}} 4
+// OTHERLIST-NEXT: 2 finished {{.*}} d500 {{.*}} 5
+// OTHERLIST-NEXT: 2 runs in
+// RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/rebatch.sqlite'); best, = c.execute('SELECT best_val_loss FROM runs WHERE id = 2').fetchone(); own, = c.execute('SELECT MIN(val_loss) FROM curve WHERE run_id = 2').fetchone(); n, = c.execute('SELECT COUNT(*) FROM curve WHERE run_id = 2').fetchone(); assert (n, best) == (1, own), (n, best, own)"
+// A checkpoint directory without its last checkpoint names the latest one
+// it holds (the current version's, which held the last's epoch; the one
+// before it was named, an epoch back).
+// RUN: rm %t/b-ckpt/last.safetensors
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/d500.csv --epochs 6 --out %t/b --checkpoint-dir %t/b-ckpt --runs-db %t/rebatch.sqlite --no-progress --resume 2>&1 | FileCheck %s --check-prefix=LASTGONE
+// LASTGONE: b-ckpt/last.safetensors: not here; {{.*}}b-ckpt/v0.safetensors holds epoch 5: --resume-from it goes on from there
+// A proposal written over a checkpoint directory's model is refused (it
+// replaced the model that its checkpoints hold).
+// RUN: cp %t/b-ckpt/model-v0.mlir %t/model-v0.before
+// RUN: not aicf propose --data %S/../../../data/digits.csv.gz --runs-db %t/rebatch.sqlite -o %t/b-ckpt/model-v0.mlir 2>&1 | FileCheck %s --check-prefix=OVERMODEL
+// RUN: cmp %t/b-ckpt/model-v0.mlir %t/model-v0.before
+// OVERMODEL: b-ckpt/model-v0.mlir: the model would overwrite a model of a checkpoint directory
+
 // A registry SQLite cannot open says why a user would care (its words
 // alone, "unable to open database file", named no cause): the run goes on
 // unrecorded.

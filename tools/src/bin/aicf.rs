@@ -4234,7 +4234,14 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                 f.flops_per_step,
                 f.graph_hash
             );
-            if let Some(end) = r.final_fingerprint.as_ref().filter(|e| e.graph_hash != f.graph_hash) {
+            // (Grown: another structure or parameter count; a graph of
+            // another hash alone is the model at another batch, --batch on
+            // a resume.)
+            if let Some(end) = r
+                .final_fingerprint
+                .as_ref()
+                .filter(|e| e.widths != f.widths || e.kind != f.kind || e.params != f.params)
+            {
                 println!("  grown into: {}, depth {}, {} parameters", structure(end), end.depth, end.params);
             }
             let ops: Vec<String> = f.ops.iter().map(|(k, v)| format!("{}: {v}", k.trim_start_matches("hl."))).collect();
