@@ -213,6 +213,30 @@ pub struct Settings {
     /// this row, and the original's resume then wrote over its epochs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_dir: Option<String>,
+    /// The rest of what tells two runs apart (absent in older records):
+    /// the learning-rate schedule as `--lr-schedule` reads it (`constant`,
+    /// `cosine:warmup=...`), Adam's betas and eps, the gradient clip norm,
+    /// the micro-batches a step accumulates, a text's windows per epoch
+    /// and held-out windows, the run directory (`--out`) and the working
+    /// directory the command ran in (its relative paths are of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lr_schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub betas: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clip_norm: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accumulate: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows_per_epoch: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_windows: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
 }
 
 /// What a run records when it starts.

@@ -1863,6 +1863,15 @@ impl Recorder {
                 .as_deref()
                 .and_then(|d| std::fs::canonicalize(d).ok())
                 .map(|d| d.display().to_string()),
+            lr_schedule: Some(run.lr_schedule.describe()),
+            betas: options.optimizer.starts_with("adam").then_some(options.betas),
+            eps: options.optimizer.starts_with("adam").then_some(options.eps),
+            clip_norm: options.clip_norm,
+            accumulate: Some(loop_.micro),
+            windows_per_epoch: loop_.data.is_text().then(|| loop_.data.train_len()),
+            eval_windows: loop_.data.is_text().then(|| loop_.data.held_len()),
+            out: std::fs::canonicalize(&run.out).ok().map(|d| d.display().to_string()),
+            workdir: std::env::current_dir().ok().map(|d| d.display().to_string()),
         };
         let command = match std::env::var(super::registry::NPROC_COMMAND_ENV) {
             Ok(c) if loop_.replicas > 1 && !c.is_empty() => c,

@@ -260,6 +260,19 @@
 // RUN: cmp %t/b-ckpt/model-v0.mlir %t/model-v0.before
 // OVERMODEL: b-ckpt/model-v0.mlir: the model would overwrite a model of a checkpoint directory
 
+// Runs apart in settings beyond the optimizer, rate and batch (a schedule,
+// a clip norm, standardized features) show it: they compared as the same.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/s1 --runs-db %t/settings.sqlite --no-progress > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/s2 --runs-db %t/settings.sqlite --no-progress --lr-schedule cosine --clip-norm 1 --standardize > /dev/null
+// RUN: aicf runs compare 1 2 --runs-db %t/settings.sqlite | FileCheck %s --check-prefix=APART
+// RUN: aicf runs show 2 --runs-db %t/settings.sqlite | FileCheck %s --check-prefix=APARTSHOW
+// APART: seed {{ *}}0 {{ *}}0
+// APART: clip norm {{ *}}none {{ *}}1
+// APART: lr schedule {{ *}}constant {{ *}}cosine, warm-up 0 steps
+// APART: standardized {{ *}}no {{ *}}yes
+// APARTSHOW: also: lr schedule cosine, warm-up 0 steps, down to 0.1 x lr; clip norm 1
+// APARTSHOW-NEXT: files: out {{.*}}s2, ran in {{.*}}
+
 // A registry SQLite cannot open says why a user would care (its words
 // alone, "unable to open database file", named no cause): the run goes on
 // unrecorded.

@@ -4260,6 +4260,25 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                 if s.replicas > 1 { format!(", {} replicas", s.replicas) } else { String::new() },
                 if s.standardize { ", features standardized" } else { "" }
             );
+            let more: Vec<String> = settings_beyond(s).into_iter().map(|(k, v)| format!("{k} {v}")).collect();
+            if !more.is_empty() {
+                println!("  also: {}", more.join("; "));
+            }
+            // Where its files are, and whether its checkpoints still are.
+            let mut places = Vec::new();
+            if let Some(out) = &s.out {
+                places.push(format!("out {out}"));
+            }
+            if let Some(dir) = &s.checkpoint_dir {
+                let here = Path::new(dir).join("last.safetensors").is_file();
+                places.push(format!("checkpoints {dir}{}", if here { "" } else { " (no last.safetensors there now)" }));
+            }
+            if let Some(w) = &s.workdir {
+                places.push(format!("ran in {w}"));
+            }
+            if !places.is_empty() {
+                println!("  files: {}", places.join(", "));
+            }
             println!(
                 "  {:>5}  {:>7}  {:>11}  {:>10}  {:>10}  {:>9}",
                 "epoch", "step", "FLOPs", "train", "val", "accuracy"
@@ -4355,6 +4374,38 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             line("optimizer", &|d| format!("{} {}", d.run.settings.optimizer, d.run.settings.lr));
             line("precision", &|d| d.run.settings.precision.clone());
             line("batch", &|d| d.run.settings.batch.to_string());
+            line("seed", &|d| d.seed.to_string());
+            // What else tells them apart, a line each where they differ.
+            let beyond: Vec<Vec<(&str, String)>> = rows.iter().map(|d| settings_beyond(&d.run.settings)).collect();
+            let mut keys: Vec<&str> = beyond.iter().flatten().map(|(k, _)| *k).collect();
+            keys.dedup();
+            for key in keys.iter().copied().collect::<std::collections::BTreeSet<_>>() {
+                let value = |b: &Vec<(&str, String)>| b.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone());
+                if beyond.iter().any(|b| value(b) != value(&beyond[0])) {
+                    // (Left out where it is the default: said as such.)
+                    let cells: Vec<String> = beyond
+                        .iter()
+                        .zip(&rows)
+                        .map(|(b, d)| {
+                            value(b).unwrap_or_else(|| {
+                                let s = &d.run.settings;
+                                match key {
+                                    "lr schedule" => s.lr_schedule.clone().unwrap_or_else(|| "-".into()),
+                                    "clip norm" => "none".into(),
+                                    "micro-batches" if s.accumulate.is_some() => "1".into(),
+                                    "betas" if s.betas.is_some() => "0.9,0.999".into(),
+                                    "eps" if s.eps.is_some() => "1e-8".into(),
+                                    _ => "-".into(),
+                                }
+                            })
+                        })
+                        .collect();
+                    table.borrow_mut().push((key.to_string(), cells));
+                }
+            }
+            if rows.iter().any(|d| d.run.settings.standardize != rows[0].run.settings.standardize) {
+                line("standardized", &|d| if d.run.settings.standardize { "yes" } else { "no" }.into());
+            }
             line("epochs", &|d| d.run.epochs.map_or("-".into(), |e| e.to_string()));
             line("training FLOPs", &|d| d.run.train_flops.map_or("-".into(), |f| format!("{f:.3e}")));
             line("best val loss", &|d| opt(d.run.best_val_loss, 4));
@@ -4374,6 +4425,35 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
         RunsCommand::Check | RunsCommand::Schema => {}
     }
     Ok(())
+}
+
+/// A run's settings beyond the optimizer, rate, precision and batch, where
+/// they are not the defaults: the schedule, Adam's betas and eps, the clip
+/// norm, accumulation, a text's windows (absent in older records).
+fn settings_beyond(s: &aicf_compiler::train::registry::Settings) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if let Some(schedule) = s.lr_schedule.as_deref().filter(|l| *l != "constant") {
+        out.push(("lr schedule", schedule.to_string()));
+    }
+    if let Some((b1, b2)) = s.betas.filter(|&b| b != (0.9, 0.999)) {
+        out.push(("betas", format!("{b1},{b2}")));
+    }
+    if let Some(eps) = s.eps.filter(|&e| e != 1e-8) {
+        out.push(("eps", format!("{eps:e}")));
+    }
+    if let Some(c) = s.clip_norm {
+        out.push(("clip norm", c.to_string()));
+    }
+    if let Some(a) = s.accumulate.filter(|&a| a > 1) {
+        out.push(("micro-batches", a.to_string()));
+    }
+    if let Some(w) = s.windows_per_epoch {
+        out.push(("windows an epoch", w.to_string()));
+    }
+    if let Some(w) = s.eval_windows {
+        out.push(("held-out windows", w.to_string()));
+    }
+    out
 }
 
 /// `aicf runs check`: SQLite's check of the registry's pages, then every
