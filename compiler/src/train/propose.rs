@@ -574,8 +574,19 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     // The problems that rank nothing (fewer than two structures), by name.
     let mut unranked: Vec<String> = Vec::new();
     let mut neighbours: Vec<Neighbour> = Vec::new();
+    // Two problems of one name (the same data read as rows and as images,
+    // say) are told apart by their inputs' shapes.
+    let named = |name: &str, past: &Problem| {
+        if by_problem.keys().filter(|(n, _)| n == name).count() > 1 {
+            let dims: Vec<String> = past.input.iter().map(|d| d.to_string()).collect();
+            format!("{name} [{}]", dims.join(", "))
+        } else {
+            name.to_string()
+        }
+    };
     for ((name, _), rs) in &by_problem {
         let past = &rs[0].run.problem;
+        let name = &named(name, past);
         let past_shape = Shape::of_problem(past);
         let budget = default_epochs.map(|e| e * past_shape.train_rows() * default.flops_per_example(&past_shape));
         // Plain runs by structure: the mean loss of its runs at the budget.
@@ -1306,6 +1317,20 @@ mod tests {
         r
     }
 
+    /// Two past problems of one name (one data set read as rows and as
+    /// images) are told apart by their inputs' shapes in the explanation.
+    #[test]
+    fn problems_of_one_name_are_told_apart_by_their_inputs() {
+        let (new, shape, mut runs) = searched_problem();
+        for r in &mut runs {
+            r.run.problem.name = "digits".into();
+        }
+        let p = propose(&shape, &new, &runs, &ProposeOptions::default()).unwrap();
+        let mut names: Vec<&str> = p.neighbours.iter().map(|n| n.problem.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["digits [20]", "digits [21]"], "{:#?}", p.explanation);
+    }
+
     #[test]
     fn next_searches_smaller_after_an_overfit_and_larger_after_an_underfit() {
         let (new, shape, runs) = searched_problem();
@@ -1427,7 +1452,8 @@ mod tests {
         assert_eq!(small.structure, "mlp 16", "{:#?}", small.explanation);
         let mut names: Vec<&str> = small.neighbours.iter().map(|n| n.problem.as_str()).collect();
         names.sort_unstable();
-        assert_eq!(names, ["near_a", "near_b"], "the two near problems, not the far one");
+        // (Its namesake told apart by its input.)
+        assert_eq!(names, ["near_a [20]", "near_b"], "the two near problems, not the far one");
         assert!(
             small.explanation.iter().any(|l| l.contains("near_a") && l.contains("#1-3")),
             "{:#?}",

@@ -1390,7 +1390,13 @@ fn fit_run(
         )));
     }
     if let Some((path, meta)) = &resume
-        && let Some(summary) = nothing_to_train(path, meta, run, report)?
+        && let Some(summary) = nothing_to_train(
+            path,
+            meta,
+            run,
+            record.iter().find(|(k, _)| *k == "data").map(|(_, v)| v.as_str()),
+            report,
+        )?
     {
         return Ok(summary);
     }
@@ -1946,6 +1952,7 @@ fn nothing_to_train(
     path: &Path,
     meta: &BTreeMap<String, String>,
     run: &RunOptions,
+    data: Option<&str>,
     report: &mut dyn Report,
 ) -> Result<Option<Summary>> {
     let epoch: usize = meta.get("epoch").and_then(|e| e.parse().ok()).unwrap_or(0);
@@ -1985,7 +1992,20 @@ fn nothing_to_train(
     let (last_epoch, at_epoch) =
         (records.last().map(|r| r.epoch), records.iter().rev().find(|r| r.epoch == epoch).map(|r| r.step));
     records.retain(|r| r.epoch <= epoch);
-    if records.last().is_none_or(|r| r.epoch != epoch || r.step != step) {
+    // Figures of the checkpoint's data are not this data's (a resume on
+    // other data with --override-resume): said, not reported as this one's.
+    if let Some(before) = meta.get("data")
+        && let Some(now) = data
+        && !same_data(before, now)
+    {
+        report.note(&format!(
+            "{}'s held-out figures are of the data it trained on ({}), not of this run's (`aicf eval` scores the \
+             checkpoint on it)",
+            path.display(),
+            data_names(before).join(", ")
+        ));
+        records.clear();
+    } else if records.last().is_none_or(|r| r.epoch != epoch || r.step != step) {
         let held = match (last_epoch, at_epoch) {
             (None, _) => "holds no records of this checkpoint's run".into(),
             (Some(_), Some(other)) => format!(
@@ -3256,6 +3276,19 @@ impl<'a> Loop<'a> {
                      another --out, or the run stopped between saving its checkpoint and its metrics): its curve \
                      goes on from here with a gap",
                     metrics.display()
+                ));
+            }
+        }
+        // A fresh run into an --out holding an earlier run's records
+        // replaces them: said (they went without a word).
+        if writes && !resuming {
+            let earlier = report::read_metrics(&metrics, usize::MAX);
+            if let Some(last) = earlier.last() {
+                report.note(&format!(
+                    "{} held an earlier run's records (epochs up to {}); this run writes its own there, and its \
+                     plot (give another --out to keep them)",
+                    metrics.display(),
+                    last.epoch
                 ));
             }
         }

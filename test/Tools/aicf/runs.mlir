@@ -247,6 +247,12 @@
 // OTHERLIST-NEXT: 2 finished {{.*}} d500 {{.*}} 5
 // OTHERLIST-NEXT: 2 runs in
 // RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/rebatch.sqlite'); best, = c.execute('SELECT best_val_loss FROM runs WHERE id = 2').fetchone(); own, = c.execute('SELECT MIN(val_loss) FROM curve WHERE run_id = 2').fetchone(); n, = c.execute('SELECT COUNT(*) FROM curve WHERE run_id = 2').fetchone(); assert (n, best) == (1, own), (n, best, own)"
+// Nothing left to train on other data: the checkpoint's figures are not
+// reported as this data's (they were, as its final held-out loss).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/b --checkpoint-dir %t/b-ckpt --runs-db %t/rebatch.sqlite --no-progress --resume --override-resume 2>&1 | FileCheck %s --check-prefix=NOTHINGOTHER
+// NOTHINGOTHER: nothing to train
+// NOTHINGOTHER-NEXT: note: {{.*}}last.safetensors's held-out figures are of the data it trained on (d500.csv), not of this run's
+// NOTHINGOTHER-NOT: final held-out
 // A checkpoint directory without its last checkpoint names the latest one
 // it holds (the current version's, which held the last's epoch; the one
 // before it was named, an epoch back).
@@ -272,6 +278,10 @@
 // APART: standardized {{ *}}no {{ *}}yes
 // APARTSHOW: also: lr schedule cosine, warm-up 0 steps, down to 0.1 x lr; clip norm 1
 // APARTSHOW-NEXT: files: out {{.*}}s2, ran in {{.*}}
+// A fresh run into an --out holding an earlier run's records says it
+// replaces them (they went without a word).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/s2 --runs-db %t/settings.sqlite --no-progress 2>&1 | FileCheck %s --check-prefix=REPLACED
+// REPLACED: note: {{.*}}s2/metrics.jsonl held an earlier run's records (epochs up to 1); this run writes its own there, and its plot (give another --out to keep them)
 
 // A registry SQLite cannot open says why a user would care (its words
 // alone, "unable to open database file", named no cause): the run goes on
