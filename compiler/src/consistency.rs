@@ -298,10 +298,14 @@ fn batch_sum(mut v: MlirValue, batch: usize) -> Option<usize> {
     }
 }
 
-/// A value less its own mean over axes that hold one value each: zero for
-/// every input, so nothing learns through it (a batch norm in training
-/// mode at a batch of 1 over 1x1 maps, or over a batch of one feature;
-/// an instance or layer norm over a single element).
+/// A value less its own mean over the batch where that mean is over one
+/// value each (the other axes it is over hold one: a batch norm in
+/// training mode over 1x1 maps, or over features), at a batch of one row:
+/// zero for every input, so nothing learns through it, and a batch norm's
+/// running variance falls to 0. PyTorch refuses the case in training
+/// ("Expected more than 1 value per channel when training"). (A mean over
+/// one value that does not take in the batch, a layer norm over one
+/// feature, PyTorch trains, and so does AICF.)
 #[derive(Clone, Debug, PartialEq)]
 pub struct Centring {
     /// The subtraction's place.
@@ -310,22 +314,17 @@ pub struct Centring {
     /// mean is over.
     pub shape: Vec<usize>,
     pub axes: Vec<i64>,
-    /// The fewest rows a batch needs for the mean to be over more than one
-    /// value (2: the batch is among the axes and nothing else is); `None`
-    /// where no batch makes it so (the batch is not among them).
-    pub rows_needed: Option<usize>,
 }
 
-/// Where `@loss` centres a value on its mean over axes holding one value
-/// each at some batch size (`hl.sub` of a value and its `hl.reduce_mean`
-/// with `keepdim`), for a model at a batch of `batch` rows: the one no
-/// batch mends first, else the first. PyTorch refuses the case in
-/// training ("Expected more than 1 value per channel when training");
-/// here it trained to a constant and a running variance of 0.
+/// The fewest rows a training batch of a model with a [`Centring`] takes.
+pub const CENTRING_ROWS: usize = 2;
+
+/// Where `@loss` centres a value on its mean over the batch and axes of
+/// one value (`hl.sub` of a value and its `hl.reduce_mean` with `keepdim`),
+/// for a model at a batch of `batch` rows: the first.
 pub fn one_value_centring(module: MlirOperation, batch: usize) -> Option<Centring> {
     let (_, loss) =
         ir::functions(module).into_iter().find(|(f, _)| ir::string_attr(*f, "sym_name").as_deref() == Some("loss"))?;
-    let mut found: Option<Centring> = None;
     for op in ir::ops_of(loss) {
         if op_name(op) != "hl.sub" {
             continue;
@@ -339,48 +338,34 @@ pub fn one_value_centring(module: MlirOperation, batch: usize) -> Option<Centrin
         let Some(axes) = ir::i64_array(mean, "axes") else { continue };
         let rank = shape.len() as i64;
         let dims: Vec<usize> = axes.iter().map(|&x| (x + if x < 0 { rank } else { 0 }) as usize).collect();
-        if dims.iter().any(|&d| d >= shape.len()) {
+        if dims.iter().any(|&d| d >= shape.len()) || !dims.contains(&0) || shape.first() != Some(&batch) {
             continue;
         }
-        let over_batch = dims.contains(&0) && shape.first() == Some(&batch);
-        let rest: usize = dims.iter().filter(|&&d| !(over_batch && d == 0)).map(|&d| shape[d]).product();
-        if rest != 1 {
-            continue;
-        }
-        let rows_needed = over_batch.then_some(2);
-        let this = Centring { at: place(op), shape, axes, rows_needed };
-        match &found {
-            None => found = Some(this),
-            Some(f) if f.rows_needed.is_some() && rows_needed.is_none() => found = Some(this),
-            Some(_) => {}
+        if dims.iter().filter(|&&d| d != 0).map(|&d| shape[d]).product::<usize>() == 1 {
+            return Some(Centring { at: place(op), shape, axes });
         }
     }
-    found
+    None
 }
 
 impl Centring {
     /// Why a batch of `rows` rows does not train the model (`None`: it
     /// does).
     pub fn refuses(&self, rows: usize) -> Option<String> {
-        if self.rows_needed.is_some_and(|n| rows >= n) {
+        if rows >= CENTRING_ROWS {
             return None;
         }
         let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
         let axes: Vec<String> = self.axes.iter().map(|a| a.to_string()).collect();
-        let (when, fix) = match self.rows_needed {
-            Some(n) => (
-                format!("at a batch of {rows} row{}", if rows == 1 { "" } else { "s" }),
-                format!("train with batches of {n} rows or more"),
-            ),
-            None => ("at any batch".to_string(), "normalize over more values".to_string()),
-        };
         Some(format!(
-            "{}: @loss subtracts from a value of shape [{}] its mean over axes [{}], which {when} is over one value \
-             each: the difference is 0 for every input, so nothing trains through it (a batch norm in training mode \
-             takes more than 1 value per channel, as PyTorch says), and a running variance falls to 0; {fix}",
+            "{}: @loss subtracts from a value of shape [{}] its mean over axes [{}], which at a batch of {rows} row{} \
+             is over one value each: the difference is 0 for every input, so nothing trains through it (a batch \
+             norm in training mode takes more than 1 value per channel, as PyTorch says), and a batch norm's running \
+             variance would fall to 0; train with batches of {CENTRING_ROWS} rows or more",
             self.at,
             dims.join(", "),
-            axes.join(", ")
+            axes.join(", "),
+            if rows == 1 { "" } else { "s" }
         ))
     }
 }

@@ -392,6 +392,11 @@ pub struct Imported {
     /// `pkg.torch.onnx` metadata): it merges equal initializers, so a
     /// shared one may be its doing, not the model's.
     pub dynamo: bool,
+    /// Whether that export lost its records of which values are parameters
+    /// (its nodes' FX and module metadata, the inputs' kinds: the exporter
+    /// builds at opset 18 and converting it down drops them), so the
+    /// importer guessed from names and uses.
+    pub dynamo_records_lost: bool,
     /// The first output's node where it is a `Softmax` and the loss a
     /// cross-entropy, which takes logits: it would train on probabilities
     /// (the loss stalled where PyTorch's on the logits learns).
@@ -788,6 +793,8 @@ fn import_model_at(
     let (mut untied_nodes, untied) = super::onnx_fold::untie(graph, &mut inits);
     // And the zero biases it dropped, back.
     let restored = super::onnx_fold::restore_biases(&mut untied_nodes, &mut inits);
+    // And the parameters it folded into their transposes, read as such.
+    let retied = super::onnx_fold::retie_transposes(graph, &mut untied_nodes, &mut inits);
     let untied_graph = proto::GraphProto {
         node: untied_nodes,
         name: graph.name.clone(),
@@ -799,7 +806,8 @@ fn import_model_at(
     };
     let folded = super::onnx_fold::fold(&untied_graph, &mut inits, &aliased, base);
     let transposed_from: HashMap<String, String> = folded.transposed.into_iter().collect();
-    let folded_tied = folded.tied;
+    let mut folded_tied = folded.tied;
+    folded_tied.extend(retied);
     let folded_graph = proto::GraphProto {
         node: folded.nodes,
         name: graph.name.clone(),
@@ -1264,7 +1272,7 @@ fn import_model_at(
     let mut weights = Vec::new();
     let mut sources = Vec::new();
     let mut exporter_named = Vec::new();
-    let dynamo = graph.node.iter().any(|n| n.metadata_props.iter().any(|p| p.key() == "pkg.torch.onnx.name_scopes"));
+    let dynamo = dynamo_export(graph);
     for p in &module.params {
         let onnx_name = importer.names.iter().find(|(_, hl)| **hl == p.name).map(|(o, _)| o.clone());
         let t = onnx_name.and_then(|o| inits.get(&o)).ok_or_else(|| fail(format!("no initializer for @{}", p.name)))?;
@@ -1366,6 +1374,7 @@ fn import_model_at(
         graph_loss,
         unread_inputs,
         dynamo,
+        dynamo_records_lost: dynamo_records_lost(graph),
         softmax_output: (loss == Loss::CrossEntropy)
             .then(|| graph.output.first().map(|o| o.name()))
             .flatten()
@@ -1827,7 +1836,7 @@ fn choose_params(
     // folded from a parameter (a fresh GroupNorm's weight, reshaped to
     // [C, 1, 1] and folded to a `val_<n>` of ones, is the module's: its
     // optimizer records what it folded).
-    let dynamo = graph.node.iter().any(|n| n.metadata_props.iter().any(|p| p.key() == "pkg.torch.onnx.name_scopes"));
+    let dynamo = dynamo_export(graph);
     let generated: HashSet<String> = inits
         .iter()
         .filter(|(name, t)| {
@@ -1897,6 +1906,30 @@ fn choose_params(
         .cloned()
         .collect();
     (chosen, scalars, arithmetic)
+}
+
+/// Whether PyTorch's dynamo exporter wrote the model: its nodes carry their
+/// module (`pkg.torch.onnx.name_scopes`), or, where converting the export
+/// to an opset before 18 dropped the nodes' metadata, its values still
+/// carry the exporter's names (`pkg.torch.onnx.original_node_name`). (Read
+/// as a TorchScript export, its exporter's one-value `val_<n>`, an
+/// attention's scale, trained as a learned scale.)
+fn dynamo_export(graph: &proto::GraphProto) -> bool {
+    graph.node.iter().any(|n| n.metadata_props.iter().any(|p| p.key() == "pkg.torch.onnx.name_scopes"))
+        || dynamo_records_lost(graph)
+}
+
+/// A dynamo export without the records of which values are parameters
+/// (no node names its FX node or module, no value its input kind), as
+/// converting it below opset 18 leaves it.
+fn dynamo_records_lost(graph: &proto::GraphProto) -> bool {
+    let keys =
+        |props: &[proto::StringStringEntryProto], prefix: &str| props.iter().any(|p| p.key().starts_with(prefix));
+    let values = || graph.value_info.iter().chain(&graph.input);
+    values().any(|v| keys(&v.metadata_props, "pkg.torch.onnx.original_node_name"))
+        && !graph.node.iter().any(|n| keys(&n.metadata_props, "pkg.torch.onnx."))
+        && !values().any(|v| keys(&v.metadata_props, "pkg.torch.export.graph_signature"))
+        && !graph.metadata_props.iter().any(|p| p.key().starts_with("pkg.torch.export"))
 }
 
 /// The initializers that PyTorch's dynamo exporter says are no parameters:
@@ -1996,8 +2029,21 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
         .map(|v| v.name().to_string())
         .chain(signature.iter().filter(|(_, k)| *k == "PARAMETER").map(|(t, _)| t.clone()))
         .collect();
-    let from_parameter =
-        |source: &str| declared_params.contains(source) || names(&fx_text, &format!("%p_{}", fx_path(source)));
+    // Where the export lost its records (converted below opset 18), a source
+    // under a module's parameter name (`pos.weight`, `attn.in_proj_bias`)
+    // is taken for the parameter it is named as: a learned position table
+    // folded with its `arange` was kept constant.
+    let lost = dynamo_records_lost(graph);
+    let parameter_named = |source: &str| {
+        let last = source.rsplit('.').next().unwrap_or(source);
+        source.contains('.')
+            && (matches!(last, "weight" | "bias") || last.ends_with("_weight") || last.ends_with("_bias"))
+    };
+    let from_parameter = |source: &str| {
+        declared_params.contains(source)
+            || names(&fx_text, &format!("%p_{}", fx_path(source)))
+            || (lost && parameter_named(source))
+    };
     // Every initializer the signature names (the copies `onnx_fold::untie`
     // made of merged parameters have no value_info of their own).
     for (name, kind) in signature.iter().filter(|(n, _)| inits.contains_key(n.as_str())) {

@@ -280,6 +280,69 @@ pub(super) fn untie(
     (nodes, copies)
 }
 
+/// Parameters the dynamo exporter folded into their transpose (`F.linear(z,
+/// W.t())`, a tied autoencoder's decoder: an initializer `t` of `W`'s
+/// values transposed, its `folded_from` metadata naming `W` alone), read
+/// again as the transpose of that parameter: as an initializer of its own
+/// it trained apart from `W` (PyTorch's gradient reaches `W` through both
+/// uses). Only where the metadata names the one source and the values are
+/// its exact transpose. Returns `(initializer, parameter)` for each.
+pub(super) fn retie_transposes(
+    graph: &GraphProto,
+    nodes: &mut Vec<NodeProto>,
+    inits: &mut HashMap<String, aicf_onnx::Tensor>,
+) -> Vec<(String, String)> {
+    let mut tied = Vec::new();
+    let mut transposes = Vec::new();
+    for v in &graph.value_info {
+        let Some(f) = v.metadata_props.iter().find(|p| p.key() == "pkg.onnxscript.optimizer.folded_from") else {
+            continue;
+        };
+        let sources: Vec<&str> = f
+            .value()
+            .trim_matches(|c| c == '[' || c == ']')
+            .split(',')
+            .map(|s| s.trim().trim_matches(|c| c == '\'' || c == '"'))
+            .filter(|s| !s.is_empty())
+            .collect();
+        let [source] = sources[..] else { continue };
+        let name = v.name();
+        let (Some(t), Some(w)) = (inits.get(name), inits.get(source)) else { continue };
+        if name == source || t.dims.len() != 2 || w.dims != [t.dims[1], t.dims[0]] {
+            continue;
+        }
+        let (aicf_onnx::Data::F32(tv), aicf_onnx::Data::F32(wv)) = (&t.data, &w.data) else { continue };
+        let (rows, cols) = (w.dims[0], w.dims[1]);
+        let exact = (0..rows).all(|r| (0..cols).all(|c| tv[c * rows + r].to_bits() == wv[r * cols + c].to_bits()));
+        // (A graph output or input of that name is not a value to compute.)
+        let io = graph.input.iter().chain(&graph.output).any(|x| x.name() == name);
+        if !exact || io {
+            continue;
+        }
+        transposes.push(NodeProto {
+            name: Some(format!("{name}/retied_transpose")),
+            op_type: Some("Transpose".into()),
+            input: vec![source.to_string()],
+            output: vec![name.to_string()],
+            attribute: vec![AttributeProto {
+                name: Some("perm".into()),
+                r#type: Some(AttributeType::Ints as i32),
+                ints: vec![1, 0],
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        tied.push((name.to_string(), source.to_string()));
+    }
+    for (name, _) in &tied {
+        inits.remove(name);
+    }
+    // (First: each reads an initializer alone, and every reader of its
+    // output comes after.)
+    nodes.splice(0..0, transposes);
+    tied
+}
+
 /// Biases the dynamo exporter dropped: a linear layer's bias that was zero
 /// when exported (as Hugging Face initializes them) is left out of the
 /// graph, so the model would train without it. A MatMul or Gemm whose
@@ -330,10 +393,14 @@ pub(super) fn restore_biases(
         // function called from the module: `self_attn` calling
         // `out_proj`'s weight and bias).
         let from_weight = node.input.get(1).and_then(|w| w.strip_suffix(".weight")).map(|m| format!("{m}.bias"));
+        // Else the FX name itself: a bias the model's own module holds
+        // (`F.linear(z, W.t(), self.dec_bias)`: `%p_dec_bias`, no module
+        // path to split it by).
         let Some(name) = module_of(node)
             .map(|m| format!("{m}.bias"))
             .into_iter()
             .chain(from_weight)
+            .chain(std::iter::once(bias.to_string()))
             .find(|n| flat(n) == bias && !inits.contains_key(n))
         else {
             continue;

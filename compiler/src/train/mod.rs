@@ -123,12 +123,16 @@ fn checkpoint_model(path: &std::path::Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|entries| {
         entries.flatten().any(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
-            let v = n.strip_prefix('v').and_then(|v| v.strip_suffix(".safetensors"));
-            n == "last.safetensors"
-                || n == "prev.safetensors"
-                || v.is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+            n == "last.safetensors" || n == "prev.safetensors" || version_checkpoint(&n)
         })
     })
+}
+
+/// Whether `name` is a model version's checkpoint (`v<k>.safetensors`) in a
+/// checkpoint directory.
+pub(crate) fn version_checkpoint(name: &str) -> bool {
+    let v = name.strip_prefix('v').and_then(|v| v.strip_suffix(".safetensors"));
+    v.is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Whether two paths name one file: equal, or equal once resolved (the

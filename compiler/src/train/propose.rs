@@ -576,13 +576,24 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     let mut neighbours: Vec<Neighbour> = Vec::new();
     // Two problems of one name (the same data read as rows and as images,
     // say) are told apart by their inputs' shapes.
+    // (Then by their rows, then by their data's hash, where those are
+    // equal too.)
     let named = |name: &str, past: &Problem| {
-        if by_problem.keys().filter(|(n, _)| n == name).count() > 1 {
-            let dims: Vec<String> = past.input.iter().map(|d| d.to_string()).collect();
-            format!("{name} [{}]", dims.join(", "))
-        } else {
-            name.to_string()
+        let namesakes: Vec<&Problem> =
+            by_problem.iter().filter(|((n, _), _)| n == name).map(|(_, rs)| &rs[0].run.problem).collect();
+        if namesakes.len() < 2 {
+            return name.to_string();
         }
+        let dims: Vec<String> = past.input.iter().map(|d| d.to_string()).collect();
+        let mut label = format!("{name} [{}]", dims.join(", "));
+        if namesakes.iter().filter(|p| p.input == past.input).count() > 1 {
+            label.push_str(&format!(", {} rows", past.rows));
+            if namesakes.iter().filter(|p| p.input == past.input && p.rows == past.rows).count() > 1 {
+                let hash = past.data_hash.as_deref().map(super::run::data_hashes).unwrap_or_default();
+                label.push_str(&format!(", data {}", hash.chars().take(8).collect::<String>()));
+            }
+        }
+        label
     };
     for ((name, _), rs) in &by_problem {
         let past = &rs[0].run.problem;
@@ -1329,6 +1340,16 @@ mod tests {
         let mut names: Vec<&str> = p.neighbours.iter().map(|n| n.problem.as_str()).collect();
         names.sort_unstable();
         assert_eq!(names, ["digits [20]", "digits [21]"], "{:#?}", p.explanation);
+        assert!(p.explanation.iter().any(|l| l.trim_start().starts_with("digits [20] ")), "{:#?}", p.explanation);
+        // Of one input too: by their rows.
+        for r in runs.iter_mut().filter(|r| r.run.problem.input == [21]) {
+            r.run.problem.input = vec![20];
+            r.run.problem.rows = 1200;
+        }
+        let p = propose(&shape, &new, &runs, &ProposeOptions::default()).unwrap();
+        let mut names: Vec<&str> = p.neighbours.iter().map(|n| n.problem.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["digits [20], 1000 rows", "digits [20], 1200 rows"], "{:#?}", p.explanation);
     }
 
     #[test]

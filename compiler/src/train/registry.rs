@@ -790,14 +790,15 @@ impl Runs {
     /// Records how a run ended, from its epochs (`records`). Its best
     /// held-out loss is of the epochs its row holds: a run resumed in a row
     /// of its own (a fork, other data) carries its parent's records, whose
-    /// best was credited to it.
+    /// best was credited to it; not of the epochs past its last, which an
+    /// in-place resume from an earlier checkpoint that stopped sooner left.
     pub fn finish(&self, id: i64, records: &[EpochRecord], steps: u64, seconds: f64) -> Result<()> {
         let best = records.iter().map(|r| r.val_loss).filter(|v| v.is_finite()).fold(f64::INFINITY, f64::min);
         let last = records.last();
         self.conn
             .execute(
                 "UPDATE runs SET finished = ?2, status = 'finished', epochs = ?3, steps = ?4, train_flops = ?5, \
-                 params = ?6, best_val_loss = COALESCE((SELECT MIN(val_loss) FROM curve WHERE run_id = ?1), ?7), \
+                 params = ?6, best_val_loss = COALESCE((SELECT MIN(val_loss) FROM curve WHERE run_id = ?1 AND epoch <= ?3), ?7), \
                  final_val_loss = ?8, final_val_accuracy = ?9, seconds = ?10 WHERE id = ?1",
                 params![
                     id,

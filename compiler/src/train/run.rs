@@ -1390,13 +1390,7 @@ fn fit_run(
         )));
     }
     if let Some((path, meta)) = &resume
-        && let Some(summary) = nothing_to_train(
-            path,
-            meta,
-            run,
-            record.iter().find(|(k, _)| *k == "data").map(|(_, v)| v.as_str()),
-            report,
-        )?
+        && let Some(summary) = nothing_to_train(path, meta, run, data, report)?
     {
         return Ok(summary);
     }
@@ -1413,6 +1407,42 @@ fn fit_run(
         check_inputs: false,
         ..options.clone()
     };
+    // A model that normalizes over the batch alone (a batch norm over 1x1
+    // maps, or over features) trains no batch of one row (PyTorch refuses
+    // one): a --batch of 1 is refused, and each epoch leaves out a last
+    // batch that small, on every replica alike (one that has no rows of it
+    // runs one). Before rank 0 compiles: every replica says so, none is
+    // left waiting for it.
+    if let Some(centring) = crate::pipeline::one_value_centring(&source, &name) {
+        let batch = sig.batch();
+        let micro = trainer_options.accumulate.max(1);
+        let replicas = comm.as_ref().map_or(1, |c| c.size());
+        let needed = crate::consistency::CENTRING_ROWS;
+        if let Some(why) = centring.refuses(batch) {
+            return Err(TrainError::Input(why));
+        }
+        if (0..replicas).any(|r| train_tail_rows(&dataset, batch, micro, replicas, r) < needed) {
+            let global = batch * micro * replicas;
+            let (left, _) = dataset.whole_batches(global, 1);
+            if dataset.train_len() == 0 {
+                return Err(TrainError::Input(format!(
+                    "{}: {left} training example{}, fewer than one global batch of {global} rows, whose last part \
+                     (a micro-batch, a replica's share) holds fewer than {needed}: {name} normalizes over the batch \
+                     alone ({}), which a part of one row cannot train; give more data, or a smaller batch",
+                    dataset.description,
+                    if left == 1 { "" } else { "s" },
+                    centring.at
+                )));
+            }
+            report.note(&format!(
+                "{name}: the model normalizes over the batch alone ({}: a batch norm over 1x1 maps, or over \
+                 features), which a batch of fewer than {needed} rows cannot train; each epoch takes whole batches, \
+                 leaving out {left} training example{} (a table's: other rows each epoch)",
+                centring.at,
+                if left == 1 { "" } else { "s" }
+            ));
+        }
+    }
     // Rank 0 compiles first; the others then find its kernels cached.
     if let Some(c) = &comm
         && rank != 0
@@ -1433,32 +1463,6 @@ fn fit_run(
         let replicas = comm.as_ref().map_or(1, |c| c.size());
         // The smaller last batches the model runs (none where an op fixes
         // its batch).
-        // A model that normalizes over the batch alone (a batch norm over
-        // 1x1 maps) trains no batch of fewer rows than it needs (PyTorch
-        // refuses one): each epoch leaves out a last batch that small, on
-        // every replica alike (one that has no rows of it runs one).
-        let needed = trainer.min_train_rows();
-        if let Some(why) = trainer.centring_refusal(batch) {
-            return Err(TrainError::Input(why));
-        }
-        if (0..replicas).any(|r| train_tail_rows(&dataset, batch, micro, replicas, r) < needed) {
-            let global = batch * micro * replicas;
-            let (left, _) = dataset.whole_batches(global, 1);
-            if dataset.train_len() == 0 {
-                return Err(TrainError::Input(format!(
-                    "{}: {left} training example{}, and {}",
-                    dataset.description,
-                    if left == 1 { "" } else { "s" },
-                    trainer.centring_refusal(1).unwrap_or_default()
-                )));
-            }
-            report.note(&format!(
-                "{name}: the model normalizes over the batch alone (a batch norm over 1x1 maps), which a batch of \
-                 fewer than {needed} rows cannot train; each epoch takes whole batches, leaving out {left} training \
-                 example{} (a table's: other rows each epoch)",
-                if left == 1 { "" } else { "s" }
-            ));
-        }
         let mut tails = Vec::new();
         for rows in tail_batches(&dataset, batch, micro, replicas, rank) {
             match trainer.add_batch(rows) {
@@ -1554,10 +1558,11 @@ fn fit_run(
             // own too: its row's problem is this data's, and its held-out
             // losses are of this data (they were credited to the
             // checkpoint's problem).
-            // (By the files' hashes: a data file renamed or moved is the same data.)
-            let this_data = loop_.record.iter().find(|(k, _)| *k == "data").map(|(_, v)| v.as_str());
+            // (By the files' contents, as the resume's own check reads them:
+            // a data file renamed or moved, or recorded by its compressed
+            // bytes before content hashes, is the same data.)
             let other_data = resume.as_ref().is_some_and(|(_, meta)| {
-                meta.get("data").zip(this_data).is_some_and(|(before, now)| !same_data(before, now))
+                meta.get("data").is_some_and(|before| !records_data(before, data).unwrap_or(true))
             });
             if other_data && !forked && resume.as_ref().is_some_and(|(_, meta)| meta.contains_key(REGISTRY_RUN_KEY)) {
                 report.note(
@@ -1565,15 +1570,20 @@ fn fit_run(
                      own, on this data's problem (its epochs and FLOPs count from the start of the checkpoint's run)",
                 );
             }
+            // The model the run trains from: the file given, or the
+            // checkpoint's where --override-resume took another's (its
+            // checkpoints record it; the row records the same).
+            let run_model =
+                loop_.record.iter().find(|(k, _)| *k == "model").map_or(model_hash.clone(), |(_, v)| v.clone());
             let continued = resume.as_ref().filter(|_| !forked && !other_data).and_then(|(_, meta)| {
                 let (file, id) = meta.get(REGISTRY_RUN_KEY)?.rsplit_once('#')?;
                 let id = (registry_key(db) == file).then(|| id.parse::<i64>().ok())??;
                 // The row holds the model of the run's part before this one:
                 // the checkpoint's (this part's differs where --batch
                 // retargets it).
-                Some((id, meta.get("model").cloned().unwrap_or_else(|| model_hash.clone())))
+                Some((id, meta.get("model").cloned().unwrap_or_else(|| run_model.clone())))
             });
-            match Recorder::begin(db, &loop_, options, run, problem, &model_file, &model_hash, data, continued) {
+            match Recorder::begin(db, &loop_, options, run, problem, &model_file, &run_model, data, continued) {
                 Ok(r) => {
                     // A resumed run in a row of its own (a fork, another
                     // registry, a row its settings no longer fit) records
@@ -1927,9 +1937,7 @@ fn latest_checkpoint_left(dir: &Path) -> Option<(PathBuf, String)> {
     let mut candidates = vec![dir.join(PREVIOUS)];
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let version = name.strip_prefix('v').and_then(|n| n.strip_suffix(".safetensors"));
-            if version.is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())) {
+            if super::version_checkpoint(&entry.file_name().to_string_lossy()) {
                 candidates.push(entry.path());
             }
         }
@@ -1952,7 +1960,7 @@ fn nothing_to_train(
     path: &Path,
     meta: &BTreeMap<String, String>,
     run: &RunOptions,
-    data: Option<&str>,
+    data: &[PathBuf],
     report: &mut dyn Report,
 ) -> Result<Option<Summary>> {
     let epoch: usize = meta.get("epoch").and_then(|e| e.parse().ok()).unwrap_or(0);
@@ -1995,8 +2003,7 @@ fn nothing_to_train(
     // Figures of the checkpoint's data are not this data's (a resume on
     // other data with --override-resume): said, not reported as this one's.
     if let Some(before) = meta.get("data")
-        && let Some(now) = data
-        && !same_data(before, now)
+        && !records_data(before, data).unwrap_or(true)
     {
         report.note(&format!(
             "{}'s held-out figures are of the data it trained on ({}), not of this run's (`aicf eval` scores the \

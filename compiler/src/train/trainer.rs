@@ -855,7 +855,7 @@ impl Trainer {
     /// `@loss` normalizes over the batch alone (a batch norm over 1x1
     /// maps), 1 otherwise.
     pub fn min_train_rows(&self) -> usize {
-        self.centring.as_ref().and_then(|c| c.rows_needed).unwrap_or(1)
+        if self.centring.is_some() { crate::consistency::CENTRING_ROWS } else { 1 }
     }
 
     /// Why a training batch of `rows` rows does not train the model, where

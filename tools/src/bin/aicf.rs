@@ -2765,10 +2765,19 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             }
         );
     }
+    if imported.dynamo_records_lost {
+        eprintln!(
+            "note: this dynamo export has lost its record of which values are parameters (the exporter builds at \
+             opset 18, and converting down drops its metadata): parameters are told from buffers and constants by \
+             their names and uses; export with opset_version=18 or later to have them as declared, or name them \
+             with --trainable and --freeze"
+        );
+    }
     for (copy, weight) in &imported.tied {
         eprintln!(
             "note: '{copy}' is the exact transpose of '{weight}' (an output layer tied to an embedding, which the \
-             export writes again): the layer reads '{weight}', one parameter, as the model does"
+             export writes again; a layer reading `W.t()`, which it folds): the layer reads '{weight}', one \
+             parameter, as the model does"
         );
     }
     let values: usize = imported.weights.iter().map(|(_, s, _)| s.iter().product::<usize>()).sum();

@@ -1,0 +1,101 @@
+"""Writes two dynamo exports whose parameters the importer once trained
+unlike PyTorch, and their references:
+
+- test/onnx/dynamo_opset17.onnx: a small attention classifier exported with
+  `dynamo=True, opset_version=17`. The exporter builds at opset 18 and
+  converts down, which drops its records of which values are parameters
+  (the nodes' FX and module metadata, the inputs' kinds): the attention's
+  constant scale (a one-value `val_<n>`) trained as a learned scale, and
+  the learned position table, folded with its `arange`, stayed constant.
+- test/onnx/tied_dynamo.onnx: a layer that reads a weight transposed,
+  `F.linear(z, enc.weight.t())` (a tied autoencoder's decoder), which the
+  exporter folds into an initializer of its own (`t`): it trained apart
+  from `enc.weight`.
+
+Each reference holds the input, labels, onnxruntime's output, PyTorch's
+loss, and every parameter after one SGD step (lr 0.1) of the
+cross-entropy in PyTorch.
+
+    python tools/onnx/export_dynamo_lost.py test/onnx
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from safetensors.numpy import save_file
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Linear(8, 16)
+        self.pos = nn.Embedding(6, 16)
+        self.q = nn.Linear(16, 16)
+        self.k = nn.Linear(16, 16)
+        self.v = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):  # x: B x 6 x 8
+        h = self.tok(x) + self.pos(torch.arange(6))
+        q, k, v = self.q(h), self.k(h), self.v(h)
+        a = (q @ k.transpose(1, 2) / 4.0).softmax(-1)
+        return self.head((a @ v)[:, 0])
+
+
+class Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(12, 8)
+        self.dec_bias = nn.Parameter(torch.zeros(12))
+        self.head = nn.Linear(12, 5)
+
+    def forward(self, x):  # x: B x 12
+        z = torch.tanh(self.enc(x))
+        return self.head(F.linear(z, self.enc.weight.t(), self.dec_bias))
+
+
+def write(model, x, labels, name, opset, out):
+    path = os.path.join(out, f"{name}.onnx")
+    torch.onnx.export(model, (x,), path, input_names=["input0"], output_names=["output0"], opset_version=opset,
+                      dynamo=True)
+    # One file: the weights inside (the exporter may write them beside it).
+    m = onnx.load(path)
+    onnx.save(m, path, save_as_external_data=False)
+    if os.path.exists(path + ".data"):
+        os.remove(path + ".data")
+    ort_out = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"input0": x.numpy()})[0]
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = F.cross_entropy(model(x), labels)
+    loss.backward()
+    opt.step()
+    arrays = {
+        "input0": x.numpy(),
+        "labels": labels.numpy().astype(np.int32),
+        "ort.output0": ort_out.astype(np.float32),
+        "torch.loss": np.array(loss.item(), dtype=np.float32),
+    }
+    arrays.update({f"after.{n}": p.detach().numpy().astype(np.float32) for n, p in model.named_parameters()})
+    save_file(arrays, os.path.join(out, f"{name}.io.safetensors"))
+    print(f"{path}: {os.path.getsize(path)} bytes; initializers {[t.name for t in m.graph.initializer]}")
+
+
+def main():
+    out = sys.argv[1]
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4, 6, 8, generator=g)
+    labels = torch.randint(0, 5, (4,), generator=g)
+    write(Attention(), x, labels, "dynamo_opset17", 17, out)
+    torch.manual_seed(0)
+    x = torch.randn(4, 12, generator=g)
+    labels = torch.randint(0, 5, (4,), generator=g)
+    write(Tied(), x, labels, "tied_dynamo", 18, out)
+
+
+if __name__ == "__main__":
+    main()
