@@ -47,15 +47,11 @@ class Folded(nn.Module):
         return self.head(o[:, 0]) * self.t
 
 
-def main():
-    out = sys.argv[1]
-    torch.manual_seed(0)
-    model = Folded()
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(4, 6, 8, generator=g)
-    labels = torch.randint(0, 5, (4,), generator=g)
-    path = os.path.join(out, "dynamo_folded.onnx")
-    torch.onnx.export(model, (x,), path, input_names=["input0"], output_names=["output0"], opset_version=18,
+def write(model, x, labels, name, opset, out):
+    """Exports `model` at a static batch (`x`) with the dynamo exporter to
+    `<out>/<name>.onnx`, and its reference `<name>.io.safetensors`."""
+    path = os.path.join(out, f"{name}.onnx")
+    torch.onnx.export(model, (x,), path, input_names=["input0"], output_names=["output0"], opset_version=opset,
                       dynamo=True)
     # One file: the weights inside (the exporter may write them beside it).
     m = onnx.load(path)
@@ -74,8 +70,18 @@ def main():
         "torch.loss": np.array(loss.item(), dtype=np.float32),
     }
     arrays.update({f"after.{n}": p.detach().numpy().astype(np.float32) for n, p in model.named_parameters()})
-    save_file(arrays, os.path.join(out, "dynamo_folded.io.safetensors"))
+    save_file(arrays, os.path.join(out, f"{name}.io.safetensors"))
     print(f"{path}: {os.path.getsize(path)} bytes; initializers {[t.name for t in m.graph.initializer]}")
+
+
+def main():
+    out = sys.argv[1]
+    torch.manual_seed(0)
+    model = Folded()
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4, 6, 8, generator=g)
+    labels = torch.randint(0, 5, (4,), generator=g)
+    write(model, x, labels, "dynamo_folded", 18, out)
 
 
 if __name__ == "__main__":

@@ -18,16 +18,13 @@ cross-entropy in PyTorch.
 
     python tools/onnx/export_dynamo_lost.py test/onnx
 """
-import os
 import sys
 
-import numpy as np
-import onnx
-import onnxruntime as ort
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.numpy import save_file
+
+from export_dynamo import write
 
 
 class Attention(nn.Module):
@@ -57,31 +54,6 @@ class Tied(nn.Module):
     def forward(self, x):  # x: B x 12
         z = torch.tanh(self.enc(x))
         return self.head(F.linear(z, self.enc.weight.t(), self.dec_bias))
-
-
-def write(model, x, labels, name, opset, out):
-    path = os.path.join(out, f"{name}.onnx")
-    torch.onnx.export(model, (x,), path, input_names=["input0"], output_names=["output0"], opset_version=opset,
-                      dynamo=True)
-    # One file: the weights inside (the exporter may write them beside it).
-    m = onnx.load(path)
-    onnx.save(m, path, save_as_external_data=False)
-    if os.path.exists(path + ".data"):
-        os.remove(path + ".data")
-    ort_out = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"input0": x.numpy()})[0]
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loss = F.cross_entropy(model(x), labels)
-    loss.backward()
-    opt.step()
-    arrays = {
-        "input0": x.numpy(),
-        "labels": labels.numpy().astype(np.int32),
-        "ort.output0": ort_out.astype(np.float32),
-        "torch.loss": np.array(loss.item(), dtype=np.float32),
-    }
-    arrays.update({f"after.{n}": p.detach().numpy().astype(np.float32) for n, p in model.named_parameters()})
-    save_file(arrays, os.path.join(out, f"{name}.io.safetensors"))
-    print(f"{path}: {os.path.getsize(path)} bytes; initializers {[t.name for t in m.graph.initializer]}")
 
 
 def main():

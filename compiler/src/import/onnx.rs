@@ -2081,14 +2081,7 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
             }
             _ => {}
         }
-        if let Some(f) = v.metadata_props.iter().find(|p| p.key() == "pkg.onnxscript.optimizer.folded_from") {
-            let sources: Vec<&str> = f
-                .value()
-                .trim_matches(|c| c == '[' || c == ']')
-                .split(',')
-                .map(|s| s.trim().trim_matches(|c| c == '\'' || c == '"'))
-                .filter(|s| !s.is_empty())
-                .collect();
+        if let Some(sources) = super::onnx_fold::folded_from(v) {
             let from = sources.iter().filter(|s| from_parameter(s)).count();
             if from > 0 {
                 folded_from_parameter.insert(name.clone(), from);

@@ -194,14 +194,7 @@ pub(super) fn untie(
         .iter()
         .filter(|v| inits.contains_key(v.name()))
         .filter_map(|v| {
-            let f = v.metadata_props.iter().find(|p| p.key() == "pkg.onnxscript.optimizer.folded_from")?;
-            let sources: Vec<&str> = f
-                .value()
-                .trim_matches(|c| c == '[' || c == ']')
-                .split(',')
-                .map(|s| s.trim().trim_matches(|c| c == '\'' || c == '"'))
-                .filter(|s| s.contains('.'))
-                .collect();
+            let sources: Vec<&str> = folded_from(v)?.into_iter().filter(|s| s.contains('.')).collect();
             match sources.as_slice() {
                 [one] => Some((v.name().to_string(), one.to_string())),
                 _ => None,
@@ -280,6 +273,21 @@ pub(super) fn untie(
     (nodes, copies)
 }
 
+/// What the dynamo exporter's optimizer folded a value from (its
+/// `pkg.onnxscript.optimizer.folded_from` metadata, a Python list of
+/// names: `['arange', 'pos.weight']`), where it says.
+pub(super) fn folded_from(v: &aicf_onnx::proto::ValueInfoProto) -> Option<Vec<&str>> {
+    let f = v.metadata_props.iter().find(|p| p.key() == "pkg.onnxscript.optimizer.folded_from")?;
+    Some(
+        f.value()
+            .trim_matches(|c| c == '[' || c == ']')
+            .split(',')
+            .map(|s| s.trim().trim_matches(|c| c == '\'' || c == '"'))
+            .filter(|s| !s.is_empty())
+            .collect(),
+    )
+}
+
 /// Parameters the dynamo exporter folded into their transpose (`F.linear(z,
 /// W.t())`, a tied autoencoder's decoder: an initializer `t` of `W`'s
 /// values transposed, its `folded_from` metadata naming `W` alone), read
@@ -295,16 +303,7 @@ pub(super) fn retie_transposes(
     let mut tied = Vec::new();
     let mut transposes = Vec::new();
     for v in &graph.value_info {
-        let Some(f) = v.metadata_props.iter().find(|p| p.key() == "pkg.onnxscript.optimizer.folded_from") else {
-            continue;
-        };
-        let sources: Vec<&str> = f
-            .value()
-            .trim_matches(|c| c == '[' || c == ']')
-            .split(',')
-            .map(|s| s.trim().trim_matches(|c| c == '\'' || c == '"'))
-            .filter(|s| !s.is_empty())
-            .collect();
+        let Some(sources) = folded_from(v) else { continue };
         let [source] = sources[..] else { continue };
         let name = v.name();
         let (Some(t), Some(w)) = (inits.get(name), inits.get(source)) else { continue };
