@@ -657,6 +657,72 @@ fn an_adaptive_run_resumed_late_ends_on_the_straight_runs_bits() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A run stopped inside an epoch (a SIGTERM, as a scheduler sends, or a
+/// Ctrl-C) saves the epoch so far, and `--resume` goes on inside it to the
+/// uninterrupted run's bits: the epoch's steps were lost (a language
+/// model's epoch is minutes of text). A character LM, stopped in its
+/// second epoch.
+#[test]
+fn a_run_stopped_inside_an_epoch_resumes_inside_it_to_the_same_bits() {
+    let dir = scratch("stopped-inside");
+    std::fs::create_dir_all(&dir).unwrap();
+    let train = |name: &str, more: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_aicf"));
+        c.args(["train", "../examples/char_lm/char_lm.mlir", "--data", "../data/tinyshakespeare.txt"])
+            .args(["--epochs", "3", "--windows-per-epoch", "2048", "--threads", "1", "--gemm", "generated"])
+            .args(["--no-runs-db", "--no-progress", "--out"])
+            .arg(dir.join(name))
+            .arg("--checkpoint-dir")
+            .arg(dir.join(name).join("ckpt"))
+            .args(more);
+        c
+    };
+    let o = train("straight", &[]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Stopped once the first epoch is recorded and some of the second has
+    // trained (later each try, where the machine is slow to start it).
+    let mut stopped_inside = false;
+    for (attempt, wait_ms) in [400u64, 1200, 3000].into_iter().enumerate() {
+        let name = format!("stopped-{attempt}");
+        let mut command = train(&name, &[]);
+        let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let metrics = dir.join(&name).join("metrics.jsonl");
+        let started = std::time::Instant::now();
+        while std::fs::read_to_string(&metrics).map_or(0, |m| m.lines().count()) < 1 {
+            assert!(started.elapsed().as_secs() < 300, "no first epoch in 5 minutes");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.success() || !err.contains("holds epoch 2 up to its step ") {
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(143), "{err}");
+        let o = train(&name, &["--resume"]).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(text.contains("resumed from") && text.contains("at epoch 2"), "{text}");
+        let (a, _) = aicf_runtime::checkpoint::load(&dir.join("straight/ckpt/last.safetensors")).unwrap();
+        let (b, _) = aicf_runtime::checkpoint::load(&dir.join(&name).join("ckpt/last.safetensors")).unwrap();
+        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+        for (tensor, t) in &a {
+            assert!(t.bytes == b[tensor].bytes, "{tensor} differs between the straight and the resumed run");
+        }
+        // The records: three epochs, the second's as the straight run's.
+        let records = |run: &str| std::fs::read_to_string(dir.join(run).join("metrics.jsonl")).unwrap();
+        let losses = |m: String| -> Vec<String> {
+            m.lines().map(|l| l.split("\"val_loss\":").nth(1).unwrap_or("").split(',').next().unwrap().into()).collect()
+        };
+        assert_eq!(losses(records(&name)), losses(records("straight")));
+        stopped_inside = true;
+        break;
+    }
+    assert!(stopped_inside, "no try stopped inside the second epoch");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A binary file given where the model goes (the data, or a checkpoint) is
 /// named as not a model by every command that reads one, never a raw
 /// UTF-8 error (`aicf compile` said "stream did not contain valid UTF-8").

@@ -1797,7 +1797,12 @@ pub const INTERRUPTED_AT: &str = "interrupted at epoch ";
 
 /// That checkpoint `path`, holding `epoch`, is where `--resume` goes on.
 pub fn resume_here(path: &Path, epoch: impl std::fmt::Display) -> String {
-    format!("{} holds epoch {epoch}: --resume goes on from there", path.display())
+    // (One written inside its epoch, at a stop or a spent budget, says so.)
+    let inside = aicf_runtime::checkpoint::read_metadata(path)
+        .ok()
+        .and_then(|m| m.get(WITHIN_KEYS[0]).cloned())
+        .map_or(String::new(), |rows| format!(" up to {rows} of its examples"));
+    format!("{} holds epoch {epoch}{inside}: --resume goes on from there", path.display())
 }
 
 /// The records a run keeps for a locked registry ([`Recorder::deferred`]).
@@ -2353,8 +2358,9 @@ impl<'a> Loop<'a> {
         let epoch = field("epoch")? as usize;
         self.first_epoch = epoch.checked_add(1).ok_or_else(|| corrupt(format!("epoch {epoch} cannot be continued")))?;
         self.rng = field("data_rng_state")?;
-        // A run a FLOPs budget ended mid-epoch goes on inside that epoch
-        // (its batch found below, once this run's global batch is known).
+        // A run a FLOPs budget or a Ctrl-C ended mid-epoch goes on inside
+        // that epoch (its batch found below, once this run's global batch
+        // is known).
         let within = match meta.contains_key(WITHIN_KEYS[0]) {
             false => None,
             true => {
@@ -2433,15 +2439,16 @@ impl<'a> Loop<'a> {
         if let Some(mut w) = within {
             if recorded("windows_per_epoch").is_some() {
                 return Err(corrupt(format!(
-                    "a FLOPs budget ended its run inside epoch {epoch}, whose order depends on the windows an epoch: \
-                     resume with the checkpoint's --windows-per-epoch ({})",
+                    "its run stopped inside epoch {epoch} (a FLOPs budget spent, or a Ctrl-C), whose order depends on \
+                     the windows an epoch: resume with the checkpoint's --windows-per-epoch ({})",
                     meta.get("windows_per_epoch").map_or("?", |v| v.as_str())
                 )));
             }
             if w.rows % global != 0 {
                 return Err(corrupt(format!(
-                    "a FLOPs budget ended its run after {} rows of epoch {epoch}, which this run's global batch of \
-                     {global} rows does not divide: resume with the checkpoint's ({}; --batch, --accumulate, --nproc)",
+                    "its run stopped after {} rows of epoch {epoch} (a FLOPs budget spent, or a Ctrl-C), which this \
+                     run's global batch of {global} rows does not divide: resume with the checkpoint's ({}; --batch, \
+                     --accumulate, --nproc)",
                     w.rows,
                     meta.get(GLOBAL_BATCH_KEY).map_or("?", |v| v.as_str())
                 )));
@@ -2757,9 +2764,20 @@ impl<'a> Loop<'a> {
     /// The error of a run a Ctrl-C (or a first SIGTERM or SIGHUP) stopped
     /// before batch `b` of `epoch`
     /// (the registry told the structure it reached).
-    fn interrupted(&self, epoch: usize, b: usize, steps_per_epoch: usize, checkpoint: Option<&Path>) -> TrainError {
+    fn interrupted(
+        &self,
+        epoch: usize,
+        b: usize,
+        steps_per_epoch: usize,
+        checkpoint: Option<&Path>,
+        inside: bool,
+    ) -> TrainError {
         self.record_final_structure();
         let kept = match (checkpoint, self.saved_epoch) {
+            (Some(path), _) if inside => format!(
+                "{} holds epoch {epoch} up to its step {b} of {steps_per_epoch}: --resume goes on from there",
+                path.display()
+            ),
             (Some(path), Some(saved)) => format!("{}{}", resume_here(path, saved), {
                 // (A resume inside this epoch: its checkpoint holds the
                 // epoch's batches before that.)
@@ -2779,6 +2797,48 @@ impl<'a> Loop<'a> {
             "{INTERRUPTED_AT}{epoch}, step {b} of {steps_per_epoch}, {all} step{} in all; {kept}",
             if all == 1 { "" } else { "s" }
         ))
+    }
+
+    /// On a stop inside an epoch (a Ctrl-C, or a first SIGTERM or SIGHUP),
+    /// a checkpoint of the epoch so far (`within`: its batches before the
+    /// stop), as a FLOPs budget spent inside an epoch writes one: a resume
+    /// goes on inside the epoch, on the uninterrupted run's bits; the
+    /// epoch's steps were lost, up to a whole epoch of a language model's.
+    /// The checkpoint it replaces stays as `prev`. Not where the epoch has
+    /// no new step, nor in a replay of an earlier checkpoint (it would
+    /// replace the directory's later one). Whether the directory holds it
+    /// (rank 0 writes it; every replica stops at the same step).
+    fn save_inside(
+        &mut self,
+        epoch: usize,
+        within: Within,
+        checkpoint: Option<&Path>,
+        run: &RunOptions,
+        writes: bool,
+        report: &mut dyn Report,
+    ) -> bool {
+        let Some(path) = checkpoint else { return false };
+        let held = self.held_within.filter(|w| w.0 == epoch).map_or(0, |w| w.1);
+        if within.batch <= held || self.replay_until.is_some() {
+            return false;
+        }
+        if !writes {
+            return true;
+        }
+        // (Another run that claimed the directory keeps it.)
+        if let Err(e) = self.reclaim_directory(path) {
+            report.note(&format!("the stop's checkpoint inside epoch {epoch} was not written: {e}"));
+            return false;
+        }
+        self.within = Some(within);
+        match self.save(path, epoch, run) {
+            Ok(()) => true,
+            Err(e) => {
+                self.within = None;
+                report.note(&format!("the stop's checkpoint inside epoch {epoch} was not written: {e}"));
+                false
+            }
+        }
     }
 
     /// Where the last good checkpoint is, for messages about a run that
@@ -3365,7 +3425,9 @@ impl<'a> Loop<'a> {
                     if let Some(bar) = &bar {
                         bar.abandon();
                     }
-                    return Err(self.interrupted(epoch, b, steps_per_epoch, checkpoint));
+                    let within = Within { batch: b, rng: epoch_rng, loss_sum, rows: count };
+                    let inside = self.save_inside(epoch, within, checkpoint, run, writes, report);
+                    return Err(self.interrupted(epoch, b, steps_per_epoch, checkpoint, inside));
                 }
                 // This replica's shard of the global batch (its
                 // micro-batches), and its share.
