@@ -2039,11 +2039,9 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
         source.contains('.')
             && (matches!(last, "weight" | "bias") || last.ends_with("_weight") || last.ends_with("_bias"))
     };
-    let from_parameter = |source: &str| {
-        declared_params.contains(source)
-            || names(&fx_text, &format!("%p_{}", fx_path(source)))
-            || (lost && parameter_named(source))
-    };
+    let by_records =
+        |source: &str| declared_params.contains(source) || names(&fx_text, &format!("%p_{}", fx_path(source)));
+    let from_parameter = |source: &str| by_records(source) || (lost && parameter_named(source));
     // Every initializer the signature names (the copies `onnx_fold::untie`
     // made of merged parameters have no value_info of their own).
     for (name, kind) in signature.iter().filter(|(n, _)| inits.contains_key(n.as_str())) {
@@ -2082,7 +2080,11 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
             _ => {}
         }
         if let Some(sources) = super::onnx_fold::folded_from(v) {
-            let from = sources.iter().filter(|s| from_parameter(s)).count();
+            // (By the records alone beside a norm's running statistics: a
+            // frozen batch norm, torchvision's `FrozenBatchNorm2d`, holds
+            // its `weight` and `bias` as buffers too.)
+            let statistics = sources.iter().any(|s| s.ends_with("running_mean") || s.ends_with("running_var"));
+            let from = sources.iter().filter(|s| if statistics { by_records(s) } else { from_parameter(s) }).count();
             if from > 0 {
                 folded_from_parameter.insert(name.clone(), from);
                 // The folded values the exported program computed, by their

@@ -313,6 +313,16 @@ pub(super) fn retie_transposes(
         let (aicf_onnx::Data::F32(tv), aicf_onnx::Data::F32(wv)) = (&t.data, &w.data) else { continue };
         let (rows, cols) = (w.dims[0], w.dims[1]);
         let exact = (0..rows).all(|r| (0..cols).all(|c| tv[c * rows + r].to_bits() == wv[r * cols + c].to_bits()));
+        // A weight equal to its own transpose (symmetric, or of one value:
+        // a fresh zero or identity matrix) tells no transpose from another
+        // fold of it (`W.abs()`): tied only where the exporter named the
+        // value by a transposing op (`t`, `transpose_2`, `permute`).
+        let base = match name.rsplit_once('_') {
+            Some((b, n)) if n.bytes().all(|c| c.is_ascii_digit()) => b,
+            _ => name,
+        };
+        let symmetric = tv.iter().zip(wv).all(|(a, b)| a.to_bits() == b.to_bits());
+        let exact = exact && (!symmetric || matches!(base, "t" | "transpose" | "permute" | "swapaxes" | "swapdims"));
         // (A graph output or input of that name is not a value to compute.)
         let io = graph.input.iter().chain(&graph.output).any(|x| x.name() == name);
         if !exact || io {

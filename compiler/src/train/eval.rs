@@ -335,7 +335,9 @@ pub fn evaluate_checkpoint(
 
 /// The checkpoint's epoch, or what a policy's before-rewrite snapshot is.
 fn epoch_of(meta: &std::collections::BTreeMap<String, String>) -> Option<String> {
-    meta.get("epoch").cloned().or_else(|| {
+    // (One saved inside its epoch, at a stop or a spent budget, says so.)
+    let inside = meta.get("epoch_rows_done").map_or(String::new(), |rows| format!(", up to {rows} of its examples"));
+    meta.get("epoch").map(|e| format!("{e}{inside}")).or_else(|| {
         let step = meta.get("step").map_or(String::new(), |s| format!(" at step {s}"));
         meta.get("rewrite").map(|n| format!("none: the model before rewrite {n}{step}"))
     })

@@ -518,11 +518,21 @@ fn claim_checkpoint_dir(
         // same checkpoints again); one that ends before this directory's
         // latest checkpoint would leave an earlier one in its place: a good
         // checkpoint lost, silently.
-        let epoch_of = |p: &Path| -> Option<usize> {
-            aicf_runtime::checkpoint::read_metadata(p).ok()?.get("epoch").and_then(|s| s.parse().ok())
+        // (Earlier by its step: two checkpoints inside one epoch, a stop's,
+        // are of one epoch; by the epoch where a checkpoint has no step.)
+        let at = |p: &Path| -> Option<(usize, Option<u64>)> {
+            let meta = aicf_runtime::checkpoint::read_metadata(p).ok()?;
+            let epoch = meta.get("epoch").and_then(|s| s.parse().ok())?;
+            Some((epoch, meta.get("step").and_then(|s| s.parse().ok())))
         };
-        let held = epoch_of(&dir.join("last.safetensors"));
-        let replay = resume_from.and_then(|from| held.filter(|&h| epoch_of(from).is_some_and(|e| e < h)));
+        let last = at(&dir.join("last.safetensors"));
+        let earlier = |from: (usize, Option<u64>), held: (usize, Option<u64>)| match (from.1, held.1) {
+            (Some(a), Some(b)) => a < b,
+            _ => from.0 < held.0,
+        };
+        let replay = resume_from
+            .and_then(|from| last.filter(|&h| at(from).is_some_and(|f| earlier(f, h))))
+            .map(|(epoch, _)| epoch);
         if let (Some(from), Some(held)) = (resume_from, replay)
             && held > epochs
         {
@@ -2055,7 +2065,11 @@ struct Within {
     batch: usize,
     rng: u64,
     loss_sum: f64,
+    /// The epoch's rows before `batch` (where it goes on).
     rows: usize,
+    /// The rows `loss_sum` is over: fewer than `rows` after a rollback to
+    /// the middle of the epoch (the loss starts over there).
+    loss_rows: usize,
 }
 
 /// A checkpoint's keys for [`Within`] (the rows trained, not the batch: a
@@ -2064,6 +2078,9 @@ struct Within {
 /// the rest of that epoch (it went on with the next epoch, the rest never
 /// trained, and ended elsewhere than a run given the larger budget).
 const WITHIN_KEYS: [&str; 3] = ["epoch_rows_done", "epoch_rng_state", "epoch_loss_sum"];
+/// The rows the epoch's loss sum is over, where not `epoch_rows_done` (a
+/// rollback to the middle of the epoch started the sum over).
+const WITHIN_LOSS_ROWS_KEY: &str = "epoch_loss_rows";
 
 /// The state of one run.
 struct Loop<'a> {
@@ -2369,8 +2386,12 @@ impl<'a> Loop<'a> {
                     .and_then(|v| v.parse::<f64>().ok())
                     .ok_or_else(|| corrupt(format!("{} does not read", WITHIN_KEYS[2])))?;
                 let (rows, rng) = (field(WITHIN_KEYS[0])? as usize, field(WITHIN_KEYS[1])?);
+                let loss_rows = match meta.get(WITHIN_LOSS_ROWS_KEY) {
+                    Some(_) => field(WITHIN_LOSS_ROWS_KEY)? as usize,
+                    None => rows,
+                };
                 (self.first_epoch, self.rng) = (epoch.max(1), rng);
-                Some(Within { batch: 0, rng, loss_sum, rows })
+                Some(Within { batch: 0, rng, loss_sum, rows, loss_rows })
             }
         };
         self.reference_loss = meta.get("reference_loss").and_then(|v| v.parse().ok());
@@ -2834,9 +2855,14 @@ impl<'a> Loop<'a> {
         match self.save(path, epoch, run) {
             Ok(()) => true,
             Err(e) => {
-                self.within = None;
-                report.note(&format!("the stop's checkpoint inside epoch {epoch} was not written: {e}"));
-                false
+                // (Written, where what failed came after it: the version's
+                // link.)
+                let steps = self.adaptive.trainer().steps().to_string();
+                let written = aicf_runtime::checkpoint::read_metadata(path)
+                    .is_ok_and(|m| m.contains_key(WITHIN_KEYS[0]) && m.get("step") == Some(&steps));
+                let what = if written { "was written, but" } else { "was not written:" };
+                report.note(&format!("the stop's checkpoint inside epoch {epoch} {what} {e}"));
+                written
             }
         }
     }
@@ -2925,6 +2951,9 @@ impl<'a> Loop<'a> {
         if let Some(w) = self.within {
             let values = [w.rows.to_string(), w.rng.to_string(), w.loss_sum.to_string()];
             meta.extend(WITHIN_KEYS.iter().map(|k| k.to_string()).zip(values));
+            if w.loss_rows != w.rows {
+                meta.insert(WITHIN_LOSS_ROWS_KEY.into(), w.loss_rows.to_string());
+            }
         }
         // The epochs a decaying schedule spans (not compared on resume: a
         // run goes on for more epochs; noted where that stretches it).
@@ -2972,8 +3001,11 @@ impl<'a> Loop<'a> {
         // It becomes prev only once the new one is saved: rotated first, a
         // save that failed (a full disk) left prev the same file as last,
         // and the checkpoint before it was lost.
+        // (Not one saved inside an epoch: two stops in one epoch left prev
+        // and last both inside it, the last whole epoch's checkpoint gone.)
+        let inside_epoch = aicf_runtime::checkpoint::read_metadata(path).is_ok_and(|m| m.contains_key(WITHIN_KEYS[0]));
         let keep = match path.parent() {
-            Some(dir) if self.last_is_good && path.is_file() => {
+            Some(dir) if self.last_is_good && path.is_file() && !inside_epoch => {
                 stage_link(path, &dir.join(PREVIOUS), false).ok().flatten()
             }
             _ => None,
@@ -3411,7 +3443,7 @@ impl<'a> Loop<'a> {
             // The epoch's order depends only on the RNG state (checkpointed).
             let epoch_rng = self.rng;
             let order = self.data.epoch_order(&mut self.rng);
-            let (mut loss_sum, mut count) = resumed_within.take().map_or((0.0, 0usize), |w| (w.loss_sum, w.rows));
+            let (mut loss_sum, mut count) = resumed_within.take().map_or((0.0, 0usize), |w| (w.loss_sum, w.loss_rows));
             if start_batch >= steps_per_epoch {
                 // Rolled back to the end of this epoch: the next one starts.
                 (start_batch, epoch) = (0, epoch + 1);
@@ -3425,7 +3457,9 @@ impl<'a> Loop<'a> {
                     if let Some(bar) = &bar {
                         bar.abandon();
                     }
-                    let within = Within { batch: b, rng: epoch_rng, loss_sum, rows: count };
+                    // (The rows before batch b, whole global batches: what
+                    // the loss sum is over may be fewer, after a rollback.)
+                    let within = Within { batch: b, rng: epoch_rng, loss_sum, rows: b * global, loss_rows: count };
                     let inside = self.save_inside(epoch, within, checkpoint, run, writes, report);
                     return Err(self.interrupted(epoch, b, steps_per_epoch, checkpoint, inside));
                 }
@@ -3540,7 +3574,13 @@ impl<'a> Loop<'a> {
                         if run.flops_budget.is_some_and(|budget| self.adaptive.flops >= budget) {
                             budget_spent = true;
                             if b + 1 < chunks.len() {
-                                self.within = Some(Within { batch: b + 1, rng: epoch_rng, loss_sum, rows: count });
+                                self.within = Some(Within {
+                                    batch: b + 1,
+                                    rng: epoch_rng,
+                                    loss_sum,
+                                    rows: (b + 1) * global,
+                                    loss_rows: count,
+                                });
                             }
                             break;
                         }

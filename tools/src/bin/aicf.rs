@@ -2766,11 +2766,20 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         );
     }
     if imported.dynamo_records_lost {
+        // (Those under no module's name, trained for their use alone: a
+        // frozen norm's folded scale may be a buffer's.)
+        let guessed: Vec<String> =
+            imported.weights.iter().filter(|(n, _, _)| !n.contains('.')).map(|(n, _, _)| format!("'{n}'")).collect();
         eprintln!(
             "note: this dynamo export has lost its record of which values are parameters (the exporter builds at \
              opset 18, and converting down drops its metadata): parameters are told from buffers and constants by \
-             their names and uses; export with opset_version=18 or later to have them as declared, or name them \
-             with --trainable and --freeze"
+             their names and uses{}; export with opset_version=18 or later to have them as declared, or name them \
+             with --trainable and --freeze",
+            if guessed.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} trained for their use alone)", guessed.join(", "))
+            }
         );
     }
     for (copy, weight) in &imported.tied {
