@@ -338,7 +338,7 @@ enum Command {
         /// cross_entropy), or none (only @forward).
         #[arg(long, default_value = "auto", value_parser = Loss::parse)]
         loss: Loss,
-        /// The size of the symbolic batch dimension.
+        /// The size of the symbolic batch dimension (64 where not given).
         #[arg(long, allow_negative_numbers = true, value_parser = batch_size)]
         batch: Option<usize>,
         /// Initializers to keep constant, not trained (names, or prefixes
@@ -936,6 +936,18 @@ fn main() {
         }
         Command::Import { model, output, loss, batch, freeze, trainable } => {
             let output = output.unwrap_or_else(|| model.with_extension("mlir"));
+            // A symbolic batch without --batch: imported at the batch eval,
+            // predict and train run such a model at, said (it was refused).
+            let batch = batch.or_else(|| {
+                (onnx::leading_dim(&model) == Some(None)).then(|| {
+                    eprintln!(
+                        "note: {}: its batch dimension is symbolic: imported at {ONNX_RUN_BATCH} rows a batch \
+                         (--batch chooses it; aicf train --batch retargets the imported model)",
+                        model.display()
+                    );
+                    ONNX_RUN_BATCH
+                })
+            });
             import(&model, &output, &ImportOptions { batch, loss, freeze, trainable })
         }
         Command::Train {
