@@ -807,6 +807,17 @@ impl Column {
     }
 }
 
+/// How many of a vocabulary's `size` tokens `tokens` holds.
+fn distinct_tokens(tokens: &[u32], size: usize) -> usize {
+    let mut seen = vec![false; size];
+    for &t in tokens {
+        if let Some(s) = seen.get_mut(t as usize) {
+            *s = true;
+        }
+    }
+    seen.iter().filter(|&&s| s).count()
+}
+
 /// A table of examples: CSV rows or arrays.
 struct Rows {
     columns: Vec<Column>,
@@ -2380,15 +2391,12 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
             // The byte values the text holds, of the 256 the model
             // predicts (every text was said to have 256).
             if vocab == Vocab::Bytes {
-                let mut seen = [false; 256];
-                t.tokens.iter().for_each(|&b| seen[b as usize & 255] = true);
-                format!("{} of 256", count(seen.iter().filter(|&&s| s).count(), "byte value", "byte values"))
+                format!("{} of 256", count(distinct_tokens(&t.tokens, 256), "byte value", "byte values"))
             } else {
                 // (A vocabulary given, a checkpoint's: the text's own
-                // characters, of it; its size was said as the text's.)
-                let mut seen = vec![false; size];
-                t.tokens.iter().for_each(|&c| seen[c as usize % size.max(1)] = true);
-                let own = seen.iter().filter(|&&s| s).count();
+                // characters, of it; its size was said as the text's. One
+                // made from the text holds its characters alone.)
+                let own = if options.vocabulary.is_some() { distinct_tokens(&t.tokens, size) } else { size };
                 if own == size {
                     count(size, "distinct character", "distinct characters")
                 } else {

@@ -858,12 +858,6 @@ impl Trainer {
         if self.centring.is_some() { crate::consistency::CENTRING_ROWS } else { 1 }
     }
 
-    /// Why a training batch of `rows` rows does not train the model, where
-    /// it does not ([`Trainer::min_train_rows`]).
-    pub fn centring_refusal(&self, rows: usize) -> Option<String> {
-        self.centring.as_ref().and_then(|c| c.refuses(rows))
-    }
-
     /// Refuses a training batch of `rows` rows (where known) over which
     /// `@loss` would centre a value on a mean of one value.
     fn check_rows_normalize(&self, rows: Option<usize>) -> Result<()> {
