@@ -36,6 +36,7 @@ pub const SUPPORTED: &[&str] = &[
     "And",
     "ArgMax",
     "Atan",
+    "Attention",
     "AveragePool",
     "BatchNormalization",
     "Bernoulli",
@@ -122,7 +123,9 @@ pub const SUPPORTED: &[&str] = &[
     "Relu",
     "Reshape",
     "Resize",
+    "RMSNormalization",
     "RNN",
+    "RotaryEmbedding",
     "Round",
     "ScatterElements",
     "ScatterND",
@@ -974,7 +977,11 @@ fn import_model_at(
         frozen.into_iter().partition(|(n, _)| exported_constants.contains(n));
     let (frozen_by_option, frozen): (Vec<_>, Vec<_>) = frozen.into_iter().partition(|(n, _)| user_frozen.contains(n));
     let mut shared_norms: Vec<(String, usize)> = Vec::new();
-    for norm in graph.node.iter().filter(|n| matches!(n.op_type(), "LayerNormalization" | "BatchNormalization")) {
+    for norm in graph
+        .node
+        .iter()
+        .filter(|n| matches!(n.op_type(), "LayerNormalization" | "RMSNormalization" | "BatchNormalization"))
+    {
         for name in norm.input.iter().skip(1).take(2).filter(|n| params.contains(*n)) {
             match shared_norms.iter_mut().find(|(n, _)| n == name) {
                 Some(entry) => entry.1 += 1,
@@ -1763,7 +1770,7 @@ fn choose_params(
                     // scale and bias of a LayerNorm or GroupNorm without
                     // learnable ones (`elementwise_affine=False`,
                     // `affine=False`), and those Mul and Add then.
-                    "InstanceNormalization" | "LayerNormalization" | "GroupNormalization"
+                    "InstanceNormalization" | "LayerNormalization" | "RMSNormalization" | "GroupNormalization"
                         if matches!(k, 1 | 2) && generated.contains(name) =>
                     {
                         false
@@ -1772,6 +1779,7 @@ fn choose_params(
                     "Conv"
                     | "ConvTranspose"
                     | "LayerNormalization"
+                    | "RMSNormalization"
                     | "BatchNormalization"
                     | "InstanceNormalization" => {
                         matches!(k, 1 | 2)
@@ -2339,6 +2347,9 @@ fn arity(op: &str) -> (usize, usize) {
         "SequenceAt" => (2, 2),
         "SplitToSequence" => (1, 2),
         "LayerNormalization" => (2, 3),
+        "RMSNormalization" => (2, 2),
+        "Attention" => (3, 7),
+        "RotaryEmbedding" => (3, 4),
         "InstanceNormalization" => (3, 3),
         "Resize" => (1, 4),
         "Max" | "Min" | "Concat" | "Einsum" => (1, usize::MAX),
@@ -2387,12 +2398,22 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         | "largest"
         | "sorted"
         | "ignore_index"
+        | "q_num_heads"
+        | "kv_num_heads"
+        | "is_causal"
+        | "qk_matmul_output_mode"
+        | "softmax_precision"
+        | "left_window_size"
+        | "right_window_size"
+        | "num_heads"
+        | "rotary_embedding_dim"
+        | "interleaved"
         | "dtype" => AttributeType::Int,
         "axes" | "perm" | "kernel_shape" | "strides" | "pads" | "dilations" | "split" | "starts" | "ends" | "shape" => {
             AttributeType::Ints
         }
         "epsilon" | "alpha" | "beta" | "momentum" | "min" | "max" | "ratio" | "gamma" | "cubic_coeff_a" | "mean"
-        | "scale" | "low" | "high" => AttributeType::Float,
+        | "scale" | "low" | "high" | "softcap" => AttributeType::Float,
         "auto_pad" | "approximate" | "mode" | "direction" | "equation" | "reduction" => AttributeType::String,
         "activations" => AttributeType::Strings,
         _ => return None,
@@ -2793,6 +2814,30 @@ fn first(c: &Const, what: &str) -> R<f64> {
     c.vals.first().copied().ok_or_else(|| format!("{what} is empty"))
 }
 
+/// An Attention mask as the bias it adds to the scores (a boolean's
+/// False -inf and True 0, a float's values), its last axis padded to
+/// `keys` (-inf beyond a shorter mask, as ONNX pads it).
+fn mask_bias(c: &Const, keys: usize) -> R<(Vec<usize>, Vec<f64>)> {
+    let last = match c.dims.last() {
+        Some(&n) if n >= 1 && n <= keys => n,
+        _ => return Err(format!("the mask {:?} does not end in 1 to {keys} keys", c.dims)),
+    };
+    let mut dims = c.dims.clone();
+    if let Some(d) = dims.last_mut() {
+        *d = keys;
+    }
+    let mut vals = Vec::with_capacity(numel(&dims)?);
+    for row in c.vals.chunks(last) {
+        vals.extend(row.iter().map(|&m| match (c.float, m != 0.0) {
+            (true, _) => m,
+            (false, true) => 0.0,
+            (false, false) => f64::NEG_INFINITY,
+        }));
+        vals.extend(std::iter::repeat_n(f64::NEG_INFINITY, keys - last));
+    }
+    Ok((dims, vals))
+}
+
 /// Numpy broadcasting of two shapes.
 fn broadcast(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
     let n = a.len().max(b.len());
@@ -2846,6 +2891,338 @@ impl Importer<'_> {
         name.is_empty()
             || !(self.graph.node.iter().any(|n| n.input.iter().any(|i| i == name))
                 || self.graph.output.iter().any(|o| o.name() == name))
+    }
+
+    /// ONNX's Attention (opsets 23 to 25): `softmax(q k^T * scale [+
+    /// bias]) v` over Q, K and V of `[B, heads, S, D]` (or `[B, S, heads *
+    /// D]` with `q_num_heads` and `kv_num_heads`), grouped-query
+    /// attention's key and value heads each read by `q_num_heads /
+    /// kv_num_heads` query heads in turn (numpy's `repeat`), a key/value
+    /// cache (past_key, past_value) before the keys. Without a mask, a
+    /// softcap, a window, a cache under `is_causal` or the scores output
+    /// it is `hl.attention`, whose gradient is one fused kernel; otherwise
+    /// the scores, their softcap, the additive bias (a boolean mask's
+    /// False -inf; the causal mask and the sliding window aligned after
+    /// the cache) and the softmax, where a query row with no key to attend
+    /// gives zeros, as ONNX defines, not NaN. A static cache's lengths
+    /// (nonpad_kv_seqlen, opset 24) are refused.
+    fn attention(&self, g: &Graph, node: &NodeProto, ins: &[Option<V>]) -> R<Vec<V>> {
+        let given = |k: usize| ins.get(k).and_then(|v| v.as_ref());
+        let tensor = |k: usize| -> R<Tensor> {
+            let v = given(k).ok_or_else(|| format!("input {k} is missing"))?;
+            self.tensor(g, v, Some(DType::F32))
+        };
+        let (q, k, v) = (tensor(0)?, tensor(1)?, tensor(2)?);
+        if given(4).is_some() != given(5).is_some() {
+            return Err("past_key and past_value come together or not at all".into());
+        }
+        if given(6).is_some() {
+            return Err("nonpad_kv_seqlen (a static key/value cache's lengths) is not supported".into());
+        }
+        let scores_out = node.output.get(3).is_some_and(|o| !self.unused(o));
+        let mode = attr_i(node, "qk_matmul_output_mode", 0);
+        if !(0..=3).contains(&mode) {
+            return Err(format!("qk_matmul_output_mode {mode} is not one of 0 to 3"));
+        }
+        let (left, right) = (attr_i(node, "left_window_size", -1), attr_i(node, "right_window_size", -1));
+        if left < -1 || right < -1 {
+            return Err(format!("a window of {left} left and {right} right (each -1, unbounded, or at least 0)"));
+        }
+        let rank = q.rank();
+        if !matches!(rank, 3 | 4) || k.rank() != rank || v.rank() != rank {
+            return Err(format!(
+                "Q {}, K {} and V {} must all be of rank 4 ([batch, heads, sequence, head size]) or 3 \
+                 ([batch, sequence, hidden])",
+                q.spec(),
+                k.spec(),
+                v.spec()
+            ));
+        }
+        // Each to [B, heads, S, D].
+        let heads = |x: &Tensor, n: i64, what: &str| -> R<Tensor> {
+            let s = x.shape();
+            if n < 1 || s[2] as i64 % n != 0 {
+                return Err(format!("{what} {} does not split into {n} heads", x.spec()));
+            }
+            nn(x.reshape(&[s[0] as i64, s[1] as i64, n, s[2] as i64 / n]).and_then(|y| y.permute(&[0, 2, 1, 3])))
+        };
+        let (q, k, v) = if rank == 3 {
+            let (Some(qh), Some(kvh)) = (attr(node, "q_num_heads"), attr(node, "kv_num_heads")) else {
+                return Err("3-D Q, K and V need the attributes q_num_heads and kv_num_heads".into());
+            };
+            (heads(&q, qh.i(), "Q")?, heads(&k, kvh.i(), "K")?, heads(&v, kvh.i(), "V")?)
+        } else {
+            (q, k, v)
+        };
+        // The cache's keys and values before the new ones.
+        let (k, v, past) = match (given(4), given(5)) {
+            (Some(_), Some(_)) => {
+                let (pk, pv) = (tensor(4)?, tensor(5)?);
+                let fits = |p: &Tensor, x: &Tensor| {
+                    p.rank() == 4 && p.shape()[..2] == x.shape()[..2] && p.shape()[3] == x.shape()[3]
+                };
+                if !fits(&pk, &k) || !fits(&pv, &v) || pk.shape()[2] != pv.shape()[2] {
+                    return Err(format!(
+                        "past_key {} and past_value {} do not fit K {} and V {}",
+                        pk.spec(),
+                        pv.spec(),
+                        k.spec(),
+                        v.spec()
+                    ));
+                }
+                let past = pk.shape()[2];
+                (nn(Tensor::concat(&[&pk, &k], 2))?, nn(Tensor::concat(&[&pv, &v], 2))?, past)
+            }
+            _ => (k, v, 0),
+        };
+        let (qs, ks, vs) = (q.shape().to_vec(), k.shape().to_vec(), v.shape().to_vec());
+        let (batch, q_heads, kv_heads) = (qs[0], qs[1], ks[1]);
+        if ks[0] != batch || vs[0] != batch || vs[1] != kv_heads || ks[3] != qs[3] || vs[2] != ks[2] {
+            return Err(format!(
+                "Q {}, K {} and V {} do not fit: the batch agrees, K and V have the same heads and sequence, \
+                 Q and K the same head size",
+                q.spec(),
+                k.spec(),
+                v.spec()
+            ));
+        }
+        if kv_heads == 0 || q_heads % kv_heads != 0 {
+            return Err(format!("{q_heads} query heads are not a multiple of {kv_heads} key/value heads"));
+        }
+        let (present_key, present_value) = (k.clone(), v.clone());
+        let (k, v) = if q_heads == kv_heads {
+            (k, v)
+        } else {
+            // Each key/value head read by `rep` query heads in turn.
+            let rep = q_heads / kv_heads;
+            let repeat = |x: &Tensor| -> R<Tensor> {
+                let s: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+                let spread = [s[0] as usize, s[1] as usize, rep, s[2] as usize, s[3] as usize];
+                nn(x.reshape(&[s[0], s[1], 1, s[2], s[3]])
+                    .and_then(|y| y.broadcast_to(&spread))
+                    .and_then(|y| y.reshape(&[s[0], q_heads as i64, s[2], s[3]])))
+            };
+            (repeat(&k)?, repeat(&v)?)
+        };
+        let scale = match attr(node, "scale") {
+            Some(a) if a.f() > 0.0 => a.f() as f64,
+            Some(a) => return Err(format!("scale {} must be above 0", a.f())),
+            None => 1.0 / (qs[3] as f64).sqrt(),
+        };
+        let causal = attr_i(node, "is_causal", 0) != 0;
+        let softcap = attr_f(node, "softcap", 0.0) as f64;
+        if softcap < 0.0 {
+            return Err(format!("softcap {softcap} must be at least 0"));
+        }
+        let (lq, lk) = (qs[2], ks[2]);
+        // The bias the causal mask and the window add: query i (at
+        // position past + i) sees key j where j <= past + i, and within
+        // the window's reach on each side.
+        let windowed = left >= 0 || right >= 0;
+        let fixed = |idx: usize| {
+            let (i, j) = ((idx / lk % lq + past) as i64, (idx % lk) as i64);
+            let seen = !(causal && j > i) && (left < 0 || i - j <= left) && (right < 0 || j - i <= right);
+            if seen { 0.0 } else { f64::NEG_INFINITY }
+        };
+        let plain = given(3).is_none() && softcap == 0.0 && !windowed && !(causal && past > 0) && !scores_out;
+        let (y, scores) = if plain {
+            (nn(Tensor::attention(&q, &k, &v, causal, Some(scale)))?, None)
+        } else {
+            let mut scores = nn(q.matmul_t(&k, false, true).and_then(|s| s.mul_scalar(scale)))?;
+            let raw = scores.clone();
+            if softcap > 0.0 {
+                scores =
+                    nn(scores.mul_scalar(1.0 / softcap).and_then(|s| s.tanh()).and_then(|s| s.mul_scalar(softcap)))?;
+            }
+            let capped = scores.clone();
+            let full = [batch, q_heads, lq, lk];
+            let fits = |dims: &[usize]| broadcast(dims, &full).ok().as_deref() == Some(&full[..]);
+            // The bias, and the rows with no key to attend (1 where a
+            // row has one), of the bias's shape but its last axis 1.
+            let (bias, keep) = match given(3) {
+                None | Some(V::C(_)) => {
+                    // Known: its rows with no key to attend are found
+                    // here, their bias set to 0 (no -inf left to make
+                    // NaN) and their probabilities zeroed.
+                    let (dims, mut vals) = match given(3) {
+                        Some(V::C(c)) => {
+                            let (dims, vals) = mask_bias(c, lk)?;
+                            let dims = broadcast(&dims, &[lq, lk]).ok().filter(|d| fits(d)).ok_or_else(|| {
+                                format!("the mask {:?} does not broadcast to the scores {full:?}", c.dims)
+                            })?;
+                            let n = numel(&dims)?;
+                            let src = (dims.clone(), vals);
+                            (
+                                dims.clone(),
+                                (0..n).map(|idx| src.1[broadcast_index(idx, &dims, &src.0)] + fixed(idx)).collect(),
+                            )
+                        }
+                        _ => (vec![lq, lk], (0..lq * lk).map(fixed).collect::<Vec<_>>()),
+                    };
+                    let mut keep = vec![1.0; vals.len() / lk];
+                    for (row, kept) in vals.chunks_mut(lk).zip(keep.iter_mut()) {
+                        if row.iter().all(|&b| b == f64::NEG_INFINITY) {
+                            row.fill(0.0);
+                            *kept = 0.0;
+                        }
+                    }
+                    let bias = nn(g.constant(&vals, &TensorSpec::new(&dims[..], DType::F32)))?;
+                    let keep = if keep.iter().all(|&kept| kept == 1.0) {
+                        None
+                    } else {
+                        let mut rows = dims.clone();
+                        if let Some(last) = rows.last_mut() {
+                            *last = 1;
+                        }
+                        Some(nn(g.constant(&keep, &TensorSpec::new(&rows[..], DType::F32)))?)
+                    };
+                    (bias, keep)
+                }
+                Some(V::T(m)) => {
+                    let dims = m.shape().to_vec();
+                    if dims.last() != Some(&lk) || !fits(&dims) {
+                        return Err(format!(
+                            "the mask {} does not broadcast to the scores {full:?} (a computed mask shorter than \
+                             the keys is not supported)",
+                            m.spec()
+                        ));
+                    }
+                    let bias = if m.dtype() == DType::I1 {
+                        let zero = nn(g.constant(&[0.0], &TensorSpec::new(&dims[..], DType::F32)))?;
+                        let off = nn(g.constant(&[f64::NEG_INFINITY], &TensorSpec::new(&dims[..], DType::F32)))?;
+                        nn(Tensor::select(m, &zero, &off))?
+                    } else {
+                        m.clone()
+                    };
+                    let bias = if causal || windowed {
+                        let c = (0..lq * lk).map(fixed).collect::<Vec<_>>();
+                        nn(g.constant(&c, &TensorSpec::new([lq, lk], DType::F32)).and_then(|c| bias.add(&c)))?
+                    } else {
+                        bias
+                    };
+                    // Rows with no key to attend: bias 0, probability 0.
+                    let shape = bias.shape().to_vec();
+                    let spec = TensorSpec::new(&shape[..], DType::F32);
+                    let none = nn(bias.max(&[-1], true).and_then(|m| {
+                        let inf = g.constant(&[f64::NEG_INFINITY], &TensorSpec::new(m.shape(), DType::F32))?;
+                        m.compare(Compare::Eq, &inf)?.broadcast_to(&shape)
+                    }))?;
+                    let (zeros, ones) = (nn(g.constant(&[0.0], &spec))?, nn(g.constant(&[1.0], &spec))?);
+                    let bias = nn(Tensor::select(&none, &zeros, &bias))?;
+                    (bias, Some(nn(Tensor::select(&none, &zeros, &ones))?))
+                }
+            };
+            let biased = nn(scores.add(&bias))?;
+            let mut p = nn(biased.softmax(-1))?;
+            if let Some(keep) = keep {
+                p = nn(p.mul(&keep))?;
+            }
+            let y = nn(p.matmul(&v))?;
+            let scores = match mode {
+                0 => raw,
+                1 => capped,
+                2 => biased,
+                _ => p,
+            };
+            (y, Some(scores))
+        };
+        let y = if rank == 3 {
+            let s = y.shape().to_vec();
+            nn(y.permute(&[0, 2, 1, 3]).and_then(|y| y.reshape(&[s[0] as i64, s[2] as i64, (s[1] * s[3]) as i64])))?
+        } else {
+            y
+        };
+        let mut outs = vec![V::T(y), V::T(present_key), V::T(present_value)];
+        outs.extend(scores.map(V::T));
+        Ok(outs)
+    }
+
+    /// ONNX's RotaryEmbedding (opset 23): X `[B, heads, S, D]` (or `[B, S,
+    /// heads * D]` with `num_heads`), its first `rotary_embedding_dim`
+    /// features of each head (all by default) rotated pairwise by the
+    /// angles of `cos_cache` and `sin_cache` (`[B, S, dim / 2]`, or rows
+    /// of `[positions, dim / 2]` read at `position_ids` `[B, S]`): the
+    /// halves, or the even and odd features where `interleaved`.
+    fn rotary_embedding(&self, g: &Graph, node: &NodeProto, ins: &[Option<V>]) -> R<Tensor> {
+        let given = |k: usize| ins.get(k).and_then(|v| v.as_ref());
+        let tensor = |k: usize, like: DType| -> R<Tensor> {
+            let v = given(k).ok_or_else(|| format!("input {k} is missing"))?;
+            self.tensor(g, v, Some(like))
+        };
+        let x = tensor(0, DType::F32)?;
+        let shape = x.shape().to_vec();
+        // As [B, S, heads, D].
+        let x4 = match x.rank() {
+            4 => nn(x.permute(&[0, 2, 1, 3]))?,
+            3 => {
+                let n = attr_i(node, "num_heads", 0);
+                if n < 1 || shape[2] as i64 % n != 0 {
+                    return Err(format!("a 3-D input {} needs num_heads that divides its last dimension", x.spec()));
+                }
+                nn(x.reshape(&[shape[0] as i64, shape[1] as i64, n, shape[2] as i64 / n]))?
+            }
+            _ => return Err(format!("X {} must be of rank 3 or 4", x.spec())),
+        };
+        let [b, s, _, d] = <[usize; 4]>::try_from(x4.shape()).map_err(|_| "rank 4".to_string())?;
+        let dim = match attr_i(node, "rotary_embedding_dim", 0) {
+            0 => d,
+            r if r > 0 && r as usize <= d && r % 2 == 0 => r as usize,
+            r => return Err(format!("rotary_embedding_dim {r} must be even and at most the head size {d}")),
+        };
+        if d % 2 != 0 && dim == d {
+            return Err(format!("the head size {d} is odd: it has no pairs to rotate"));
+        }
+        let half = dim / 2;
+        let (mut cos, mut sin) = (tensor(1, DType::F32)?, tensor(2, DType::F32)?);
+        if let Some(ids) = given(3) {
+            let ids = self.tensor(g, ids, Some(DType::I64))?;
+            if ids.shape() != [b, s] {
+                return Err(format!("position_ids {} are not one per row and position [{b}, {s}]", ids.spec()));
+            }
+            for (what, cache) in [("cos_cache", &cos), ("sin_cache", &sin)] {
+                if cache.rank() != 2 || cache.shape()[1] != half {
+                    return Err(format!("{what} {} is not [positions, {half}]", cache.spec()));
+                }
+            }
+            cos = nn(cos.gather(&ids, 0))?;
+            sin = nn(sin.gather(&ids, 0))?;
+        }
+        for (what, cache) in [("cos_cache", &cos), ("sin_cache", &sin)] {
+            if cache.shape() != [b, s, half] {
+                return Err(format!("{what} {} is not [{b}, {s}, {half}] (rows, positions, dim / 2)", cache.spec()));
+            }
+        }
+        let at = [b as i64, s as i64, 1, half as i64];
+        let (cos, sin) = (nn(cos.reshape(&at))?, nn(sin.reshape(&at))?);
+        let interleaved = attr_i(node, "interleaved", 0) != 0;
+        let (x1, x2) = if interleaved {
+            let pick = |from: usize| x4.slice(&[0, 0, 0, from], &[b, s, x4.shape()[2], dim], &[1, 1, 1, 2]);
+            (nn(pick(0))?, nn(pick(1))?)
+        } else {
+            (nn(x4.narrow(-1, 0, half))?, nn(x4.narrow(-1, half, half))?)
+        };
+        let real = nn(cos.mul(&x1).and_then(|a| sin.mul(&x2).and_then(|b| a.sub(&b))))?;
+        let imag = nn(sin.mul(&x1).and_then(|a| cos.mul(&x2).and_then(|b| a.add(&b))))?;
+        let heads = x4.shape()[2] as i64;
+        let rotated = if interleaved {
+            let pair = [b as i64, s as i64, heads, half as i64, 1];
+            nn(real.reshape(&pair).and_then(|r| {
+                let i = imag.reshape(&pair)?;
+                Tensor::concat(&[&r, &i], -1)?.reshape(&[b as i64, s as i64, heads, dim as i64])
+            }))?
+        } else {
+            nn(Tensor::concat(&[&real, &imag], -1))?
+        };
+        let y = if dim < d {
+            nn(x4.narrow(-1, dim, d - dim).and_then(|rest| Tensor::concat(&[&rotated, &rest], -1)))?
+        } else {
+            rotated
+        };
+        if x.rank() == 4 {
+            nn(y.permute(&[0, 2, 1, 3]))
+        } else {
+            nn(y.reshape(&shape.iter().map(|&v| v as i64).collect::<Vec<_>>()))
+        }
     }
 
     /// ONNX's RNN, GRU and LSTM, unrolled over the (static) sequence: per
@@ -4377,6 +4754,8 @@ impl Importer<'_> {
                 })?)
             }
             "RNN" | "GRU" | "LSTM" => self.recurrent(g, node, ins),
+            "Attention" => self.attention(g, node, ins),
+            "RotaryEmbedding" => one(self.rotary_embedding(g, node, ins)?),
             "Gelu" => {
                 let approx = match attr_s(node, "approximate").as_deref() {
                     None | Some("none") => GeluApproximation::None,
@@ -5127,6 +5506,22 @@ impl Importer<'_> {
                     outs.push(V::T(inv));
                 }
                 Ok(outs)
+            }
+            // x / sqrt(mean(x^2) + eps) * scale over the axes from `axis`
+            // (opset 23; computed in f32, whatever its stash_type).
+            "RMSNormalization" => {
+                let x = t(0)?;
+                let axis = norm_axis(attr_i(node, "axis", -1), x.rank())?;
+                let eps = epsilon(node)?;
+                let dims = x.rank() - axis;
+                let scale = self.tensor(g, input(1)?, Some(DType::F32))?;
+                if scale.shape() == &x.shape()[axis..] {
+                    return one(nn(x.rms_norm(Some(&scale), dims, eps))?);
+                }
+                if broadcast(scale.shape(), x.shape()).ok().as_deref() != Some(x.shape()) {
+                    return Err(format!("scale {} does not broadcast to X {}", scale.spec(), x.spec()));
+                }
+                one(nn(x.rms_norm(None, dims, eps).and_then(|y| y.mul(&scale)))?)
             }
             "MatMul" => {
                 let (a, b) = (t(0)?, t(1)?);

@@ -1004,6 +1004,25 @@ fn a_dynamo_export_of_a_weight_read_transposed_trains_tied() {
     one_sgd_step_matches_pytorch("tied_dynamo", &[]);
 }
 
+/// A Llama-style block exported at opset 23, where PyTorch writes its RMS
+/// norms, rotary embeddings and causal grouped-query attention (4 query
+/// heads over 2 key/value heads) as ONNX's RMSNormalization,
+/// RotaryEmbedding and Attention (they were refused), trains as PyTorch's
+/// model: one SGD step matches in every parameter; the rotary tables
+/// (buffers) stay constant.
+#[test]
+fn an_opset_23_llama_block_trains_as_pytorch() {
+    one_sgd_step_matches_pytorch("llama23", &[]);
+}
+
+/// Opset 23's Attention under masks: a boolean mask computed from the
+/// input (padding keys, with the causal triangle), a constant float bias
+/// (ALiBi-like), and a scale of its own, as PyTorch trains it.
+#[test]
+fn opset_23_attention_under_masks_trains_as_pytorch() {
+    one_sgd_step_matches_pytorch("masked23", &[]);
+}
+
 /// Sine and cosine of activations and of a position table computed from a
 /// Range (folded at import), and roundings (Round, Floor, Ceil: no
 /// gradient) beside the path that carries it.

@@ -1,0 +1,108 @@
+"""Writes dynamo exports at opset 23, where PyTorch's exporter writes a
+Llama-style block's RMS norm, rotary embedding and attention as the ops of
+their own that opset 23 added (RMSNormalization, RotaryEmbedding,
+Attention) rather than their decompositions, and their references:
+
+- test/onnx/llama23.onnx: RMS norms, rotary position embeddings
+  (`torch.onnx.ops.rotary_embedding`, written out for PyTorch's
+  gradient) and causal grouped-query attention
+  (`F.scaled_dot_product_attention(.., is_causal=True, enable_gqa=True)`:
+  4 query heads over 2 key/value heads).
+- test/onnx/masked23.onnx: attention under masks: a boolean one computed
+  from the input (padding keys dropped, with the causal triangle) and a
+  constant float one (ALiBi-like slopes), at a given scale.
+
+Each reference holds the input, labels, onnxruntime's output, PyTorch's
+loss, and every parameter after one SGD step (lr 0.1) of the
+cross-entropy in PyTorch. The norms' weights are drawn (a fresh model's
+are all ones, which the exporter merges into one initializer).
+
+    python tools/onnx/export_opset23.py test/onnx
+"""
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from export_dynamo import write
+
+B, S, D, H, KV = 4, 6, 16, 4, 2
+HD = D // H
+
+
+def rotary(x, cos, sin, pos):
+    """RoPE over the halves of each head: the ONNX op when exporting (it
+    has no gradient in PyTorch), the same rotation written out when
+    training."""
+    if torch.onnx.is_in_onnx_export():
+        return torch.onnx.ops.rotary_embedding(x, cos, sin, pos)
+    c, s = cos[pos][:, None], sin[pos][:, None]  # B x 1 x S x HD/2
+    x1, x2 = x.chunk(2, -1)
+    return torch.cat([c * x1 - s * x2, s * x1 + c * x2], -1)
+
+
+class Llama(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, D)
+        self.norm1 = nn.RMSNorm(D, eps=1e-6)
+        self.q = nn.Linear(D, H * HD, bias=False)
+        self.kv = nn.Linear(D, 2 * KV * HD, bias=False)
+        self.o = nn.Linear(D, D, bias=False)
+        self.norm2 = nn.RMSNorm(D)
+        self.head = nn.Linear(D, 5)
+        for n in (self.norm1, self.norm2):
+            nn.init.uniform_(n.weight, 0.5, 1.5)
+        angles = torch.arange(S)[:, None] * (10000.0 ** (-torch.arange(0, HD, 2) / HD))[None, :]
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def forward(self, x):  # x: B x S x 8
+        h = self.inp(x)
+        a = self.norm1(h)
+        q = self.q(a).view(B, S, H, HD).transpose(1, 2)
+        k, v = self.kv(a).view(B, S, 2, KV, HD).unbind(2)
+        k, v = k.transpose(1, 2), v.transpose(1, 2)
+        pos = torch.arange(S).expand(B, S)
+        q, k = rotary(q, self.cos, self.sin, pos), rotary(k, self.cos, self.sin, pos)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        h = h + self.o(y.transpose(1, 2).reshape(B, S, D))
+        return self.head(self.norm2(h)[:, -1])
+
+
+class Masked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, D)
+        self.qkv = nn.Linear(D, 3 * D)
+        self.head = nn.Linear(D, 5)
+        slopes = torch.tensor([0.5, 0.25, 0.125, 0.0625])[:, None, None]
+        distance = (torch.arange(S)[None, :] - torch.arange(S)[:, None]).float()
+        self.register_buffer("alibi", slopes * distance, persistent=False)
+
+    def forward(self, x):  # x: B x S x 8
+        h = self.inp(x)
+        q, k, v = self.qkv(h).view(B, S, 3, H, HD).permute(2, 0, 3, 1, 4)
+        # Keys whose first feature is below -0.5 are padding; the first
+        # key never is, so no query row is left without a key.
+        keep = (x[:, :, 0] > -0.5) | (torch.arange(S) == 0)
+        causal = torch.ones(S, S, dtype=torch.bool).tril()
+        mask = causal & keep[:, None, None, :]
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3)
+        y = y + F.scaled_dot_product_attention(q, k, v, attn_mask=self.alibi)
+        return self.head(y.transpose(1, 2).reshape(B, S, D).mean(1))
+
+
+def main():
+    out = sys.argv[1]
+    g = torch.Generator().manual_seed(1)
+    for name, model in [("llama23", Llama), ("masked23", Masked)]:
+        torch.manual_seed(0)
+        x = torch.randn(B, S, 8, generator=g)
+        labels = torch.randint(0, 5, (B,), generator=g)
+        write(model(), x, labels, name, 23, out)
+
+
+if __name__ == "__main__":
+    main()
