@@ -75,12 +75,10 @@ pub fn evaluate_checkpoint(
     // training's held-out loss), or, where @loss has dropout in it or a
     // batch is filled, by the mean squared error of @forward's output.
     let classifies = sig.classifies();
-    // (Without one, a table is read as the file holds it, as predict reads
-    // it: not divided by its own largest, as a training run's is.)
-    let scale = match checkpoint {
-        Some(c) => recorded_scale(&meta, c)?,
-        None => Some(1.0),
-    };
+    // (Without one, or a checkpoint that records no scale, a table is read
+    // as the file holds it, as predict reads it: not divided by its own
+    // largest, as a training run's is.)
+    let scale = Some(table_scale(&meta, checkpoint, data, report)?);
     let val_split: f64 = meta.get("val_split").and_then(|v| v.parse().ok()).unwrap_or(0.2);
     let seed: u64 = meta.get("seed").and_then(|v| v.parse().ok()).unwrap_or(0);
     // The data the checkpoint trained on is scored on what that run held
@@ -387,6 +385,34 @@ pub(crate) fn each_batch(
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// The scale a table's features are divided by to score or predict with
+/// `checkpoint` (of `meta`): the one its run divided by, or 1 (the values
+/// as the file holds them) without a checkpoint, or for one that records
+/// none (a `Trainer`'s or the runtime's `save_checkpoint`), said so where
+/// `data` is a table: `aicf eval` read such a table divided by its own
+/// largest, `aicf predict` as it is, and the two disagreed.
+pub(crate) fn table_scale(
+    meta: &std::collections::BTreeMap<String, String>,
+    checkpoint: Option<&Path>,
+    data: &[PathBuf],
+    report: &mut dyn Report,
+) -> Result<f64> {
+    let Some(c) = checkpoint else { return Ok(1.0) };
+    if let Some(s) = recorded_scale(meta, c)? {
+        return Ok(s);
+    }
+    if let Some(table) = data.iter().find(|p| super::data::is_table(p)) {
+        report.note(&format!(
+            "{} records no feature_scale (a checkpoint of `aicf train` records the number its table's features \
+             were divided by): {}'s features are read as the file holds them; a program that saves its own \
+             checkpoint records the scale it divided by as the metadata key feature_scale",
+            c.display(),
+            table.display()
+        ));
+    }
+    Ok(1.0)
 }
 
 /// The scale `checkpoint`'s run divided its table's features by (its

@@ -5,7 +5,7 @@
 //! as `.npy` or CSV.
 
 use super::data::{DataOptions, Dataset, Role, STANDARDIZE_KEY, Scores, Signature, Split};
-use super::eval::{checkpoint_trainer, data_name, model_of_checkpoint, recorded_scale};
+use super::eval::{checkpoint_trainer, data_name, model_of_checkpoint, table_scale};
 use super::run::{Report, create_dir};
 use super::{Options, TrainError, Trainer};
 use aicf_runtime::Tensor;
@@ -135,10 +135,7 @@ pub fn predict(
     // A checkpoint's table was read divided by its scale (or standardized):
     // the features to predict from are read so too. Without a record (an
     // imported model, a `Trainer` run's tensors), as the file holds them.
-    let scale = match checkpoint {
-        Some(c) => recorded_scale(&meta, c)?,
-        None => None,
-    };
+    let scale = table_scale(&meta, checkpoint, data, report)?;
     let standardized = meta.get(STANDARDIZE_KEY).cloned();
     let trained_on = match meta.get("data") {
         Some(d) => super::run::records_data(d, data)?,
@@ -146,7 +143,7 @@ pub fn predict(
     };
     let data_options = DataOptions {
         val_split: 0.0,
-        feature_scale: Some(scale.unwrap_or(1.0)),
+        feature_scale: Some(scale),
         feature_stats: standardized.clone(),
         predicting: true,
         ..DataOptions::default()
@@ -159,7 +156,8 @@ pub fn predict(
     // (Said so, the cause named; else data read at another scale than the
     // run's is said below.)
     let mut said = false;
-    if let (Some(s), Some(largest)) = (scale.filter(|&s| s != 1.0 && standardized.is_none()), dataset.largest_data())
+    if let (Some(s), Some(largest)) =
+        (Some(scale).filter(|&s| s != 1.0 && standardized.is_none()), dataset.largest_data())
         && arrays
         && !trained_on
         && largest < 0.25

@@ -53,6 +53,23 @@
 // AGREE: accuracy [[ACC:[0-9]+\.[0-9]+]]% on 600 rows of {{.*}}other.csv
 // AGREE: accuracy [[ACC]]
 //
+// A checkpoint that records no feature scale (one a program saved with the
+// runtime's or a Trainer's save_checkpoint, emulated by removing the run's
+// record from the metadata): predict and eval both read the table as the
+// file holds it, and say so (eval divided it by its own largest, predict
+// did not: the two disagreed by that factor, unsaid).
+// RUN: rm -rf %t/noscale && cp -r %t/ck %t/noscale
+// RUN: python3 -c "import json, struct, sys; p = sys.argv[1]; b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n]); m = h['__metadata__']; [m.pop(k) for k in ('feature_scale', 'input_magnitude', 'data', 'aicf.metadata.crc32')]; s = json.dumps(h).encode(); s += b' ' * (-len(s) % 8); open(p, 'wb').write(struct.pack('<Q', len(s)) + s + b[8 + n:])" %t/noscale/last.safetensors
+// RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/noscale --data %t/digits.csv --out %t/p > %t/noscale.txt 2> %t/noscale-err.txt
+// RUN: FileCheck %s --check-prefix=NOSCALE < %t/noscale-err.txt
+// NOSCALE: note: {{.*}}noscale/last.safetensors records no feature_scale (a checkpoint of `aicf train` records the number its table's features were divided by): {{.*}}digits.csv's features are read as the file holds them
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/noscale --out %t/e > %t/noscale-agree.txt 2>&1
+// RUN: python3 -c "import sys; p=[int(l) for l in open(sys.argv[1])]; y=[int(float(l.rsplit(',', 1)[1])) for l in open(sys.argv[2])]; print('accuracy {:.2f}'.format(100 * sum(a == b for a, b in zip(p, y)) / len(y)))" %t/noscale.txt %t/digits.csv >> %t/noscale-agree.txt
+// RUN: FileCheck %s --check-prefix=NOSCALE-AGREE < %t/noscale-agree.txt
+// NOSCALE-AGREE: note: {{.*}}records no feature_scale
+// NOSCALE-AGREE: accuracy [[NACC:[0-9]+\.[0-9]+]]% on 600 rows of {{.*}}digits.csv
+// NOSCALE-AGREE: accuracy [[NACC]]
+//
 // Probabilities: a row per example of 10, each summing to 1, whose largest
 // is the class.
 // RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/features.csv --values probabilities -o %t/p.csv --out %t/p | FileCheck %s --check-prefix=PROBS
