@@ -165,6 +165,31 @@ pub(crate) fn key(v: MlirValue) -> usize {
     v.ptr as usize
 }
 
+/// In the ops nested in `copy`'s regions (a clone of an op whose regions
+/// read values of its own function: a fused body reading a constant that
+/// canonicalization hoisted out of it), each operand `map` maps (a value
+/// of the function the op was cloned from, by [`key`]) read as its image:
+/// `mlirOperationClone` maps the values its regions define, not those they
+/// capture, which were left reading the other function's values.
+pub(crate) fn remap_captured(copy: MlirOperation, map: &std::collections::HashMap<usize, MlirValue>) {
+    for r in 0..unsafe { mlirOperationGetNumRegions(copy) } {
+        let mut block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, r)) };
+        while !block.ptr.is_null() {
+            let mut op = unsafe { mlirBlockGetFirstOperation(block) };
+            while !op.ptr.is_null() {
+                for i in 0..unsafe { mlirOperationGetNumOperands(op) } {
+                    if let Some(v) = map.get(&key(unsafe { mlirOperationGetOperand(op, i) })) {
+                        unsafe { mlirOperationSetOperand(op, i, *v) };
+                    }
+                }
+                remap_captured(op, map);
+                op = unsafe { mlirOperationGetNextInBlock(op) };
+            }
+            block = unsafe { mlirBlockGetNextInRegion(block) };
+        }
+    }
+}
+
 /// The element type of a scalar or tensor type, if hl knows it.
 pub(crate) fn element_dtype(t: MlirType) -> Option<DType> {
     unsafe {

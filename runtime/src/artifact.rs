@@ -388,6 +388,44 @@ pub struct LibraryGemm {
 }
 
 impl LibraryGemm {
+    /// Whether the elements this GEMM reads and writes (A and B through
+    /// their strides, each product at its batch stride; the output's
+    /// `batch * m * n`) lie inside its operands' extents `bytes` (a call's
+    /// `bytes`), so that a manifest's sizes cannot make the runtime's own
+    /// GEMMs reach outside their memory; why not, where they do not.
+    pub fn fits(&self, bytes: &[u64]) -> Result<(), String> {
+        let narrow = self.widen.map_or(4, |d| d.bytes() as u128);
+        // The last element reached, plus one, of `batch` blocks of `rows x
+        // cols` at `strides`, `step` apart.
+        let span = |rows: usize, cols: usize, [rs, cs]: [usize; 2], step: usize| -> u128 {
+            if self.batch == 0 || rows == 0 || cols == 0 {
+                return 0;
+            }
+            let last = |n: usize, s: usize| (n as u128 - 1) * s as u128;
+            last(self.batch, step) + last(rows, rs) + last(cols, cs) + 1
+        };
+        let (mut a, mut b) =
+            (span(self.m, self.k, self.a_strides, self.a_batch), span(self.k, self.n, self.b_strides, self.b_batch));
+        if self.widen.is_some() {
+            // Widened whole: `a_batch * batch` elements (or `m * k`).
+            let whole = |step: usize, rows: usize, cols: usize| {
+                if step > 0 { step as u128 * self.batch as u128 } else { rows as u128 * cols as u128 }
+            };
+            a = a.max(whole(self.a_batch, self.m, self.k));
+            b = b.max(whole(self.b_batch, self.k, self.n));
+        }
+        let out = self.batch as u128 * self.m as u128 * self.n as u128;
+        for (what, operand, elements) in [("A", self.a, a), ("B", self.b, b), ("output", self.out, out)] {
+            let room = bytes.get(operand).copied().unwrap_or(0) as u128;
+            if elements * narrow > room {
+                return Err(format!(
+                    "{what} (operand {operand}) reaches {elements} elements of {narrow} bytes, past its {room} bytes"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// `batch` products of `m x k` by `k x n`, f32, alpha 1, no epilogue,
     /// with contiguous operands each stored as itself or as its transpose
     /// (`ta`, `tb`): the GEMMs that tests and benchmarks of the candidates
@@ -574,6 +612,13 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
     }
     for (name, hash) in &manifest.files {
         let file = dir.join(name);
+        // A device or a pipe (kernels.so linked to /dev/zero) is no
+        // kernel file: hashing it never ended.
+        match std::fs::metadata(&file) {
+            Ok(m) if !m.is_file() => return Err(fail(&file, "not a regular file".into())),
+            Err(e) => return Err(fail(&file, e.to_string())),
+            Ok(_) => {}
+        }
         if file_hash(&file).map_err(|e| fail(&file, e.to_string()))? != *hash {
             return Err(fail(&file, "truncated or modified since it was compiled (its hash differs)".into()));
         }
@@ -617,6 +662,11 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
             if let Some(bad) = out_of_range.into_iter().find(|&o| o >= operands) {
                 return Err(at(format!("refers to operand {bad} of {operands}")));
             }
+            if let Some(g) = &c.library
+                && let Err(m) = g.fits(&c.bytes)
+            {
+                return Err(at(format!("its library GEMM {m}")));
+            }
             if let Some(coll) = &c.collective {
                 if coll.dtypes.len() + 1 != operands || c.bytes.last() != Some(&4) {
                     return Err(at(format!(
@@ -651,6 +701,22 @@ mod tests {
         assert_eq!(back.values[..3], c.values[..3]);
         assert!(back.values[3].is_nan());
         assert!(serde_json::from_str::<Constant>(r#"{"shape":[1],"dtype":"f32","values":["big"]}"#).is_err());
+    }
+
+    /// A library GEMM fits the operands it was made for, and one whose
+    /// sizes say more than its operands hold (a manifest edited and sealed
+    /// again: the runtime's own GEMM read and wrote past them) is refused.
+    #[test]
+    fn a_library_gemm_is_refused_past_its_operands() {
+        let g = super::LibraryGemm::contiguous(3, (4, 5, 6), true, false);
+        let bytes = [3 * 4 * 6 * 4, 3 * 6 * 5 * 4, 3 * 4 * 5 * 4];
+        assert_eq!(g.fits(&bytes), Ok(()));
+        let more = super::LibraryGemm { m: 4 * 64, ..g.clone() };
+        assert!(more.fits(&bytes).unwrap_err().starts_with("A (operand 0) reaches"));
+        let deeper = super::LibraryGemm { k: usize::MAX, ..g.clone() };
+        assert!(deeper.fits(&bytes).is_err());
+        let swapped = super::LibraryGemm { b: 2, out: 1, ..g };
+        assert!(swapped.fits(&[3 * 4 * 6 * 4, 3 * 6 * 5 * 4, 3 * 4 * 4]).is_err());
     }
 
     /// A library GEMM's alpha may be infinite or NaN (a model scaling a

@@ -189,20 +189,23 @@ pub trait Backend {
         }
         // As strict as a call's inputs: an integer tensor for a float
         // symbol (or the other way), a step count of 2.5, or a NaN was set
-        // and written as whatever its bytes became.
+        // and written as whatever its bytes became. A parameter or state is
+        // finite, as a checkpoint's are (an infinity, or 1e40 stored as one
+        // in f32, was set, and the next save_checkpoint blamed training).
         use crate::artifact::DType;
         let float = |d: DType| matches!(d, DType::F32 | DType::F64 | DType::F16 | DType::BF16);
         if float(s.dtype) != float(value.dtype) {
             return Err(err(format!("a {:?} tensor, the symbol is {:?}", value.dtype, s.dtype)));
         }
         let bad = if float(s.dtype) {
-            value.values.iter().position(|v| v.is_nan())
+            let most = s.dtype.largest_float().unwrap_or(f64::MAX);
+            value.values.iter().position(|v| !(v.is_finite() && v.abs() <= most))
         } else {
             value.values.iter().position(|v| !(v.is_finite() && v.fract() == 0.0))
         };
         if let Some(at) = bad {
             return Err(err(format!(
-                "{} at index {at} is not a value a {:?} symbol holds; nothing was set",
+                "{} at index {at} is not a value a {:?} symbol holds (a finite number in its range); nothing was set",
                 value.values[at], s.dtype
             )));
         }

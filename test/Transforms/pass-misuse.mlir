@@ -22,7 +22,20 @@
 // RUN: not aicf-opt %t/mse.mlir --aicf-train-pipeline=optimizer=lion 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
 // RUN: not aicf-opt %t/mse.mlir --hl-optimizer="kind=sgd clip-norm=inf" 2>&1 | FileCheck %s --check-prefix=INF
 // RUN: not aicf-opt %t/mse.mlir --hl-widen="layer=fc width=8 mask=16777216 mask_delay=1" 2>&1 | FileCheck %s --check-prefix=MASK
+// A forward rewrite after fusion is refused (hl-autocast retyped a fused
+// op's inputs, not its body: the verifier's complaint). hl-optimizer after
+// fusion and canonicalization, which hoists a fused body's constants into
+// the function, copies @loss_grad's body reading its own copies of them
+// (it read @loss_grad's values: invalid IR, lowered to a wrong kernel).
+// RUN: not aicf-opt %t/fusable.mlir --hl-fuse-elementwise --hl-autocast=dtype=bf16 2>&1 | FileCheck %s --check-prefix=FUSED
+// RUN: aicf-opt %t/mse2.mlir --hl-autodiff --hl-fuse-elementwise --canonicalize --hl-optimizer=kind=sgd | FileCheck %s --check-prefix=CAPTURED
+// RUN: aicf-opt %t/mse2.mlir --hl-autodiff --hl-fuse-elementwise --canonicalize --hl-optimizer=kind=sgd --convert-hl-to-ll -o /dev/null
 
+// FUSED: fusable.mlir:[[#]]:[[#]]: error: hl-autocast: the module is fused already ('hl.fused_elementwise' in @loss): hl-autocast rewrites a model's forward, before hl-fuse-elementwise
+// CAPTURED-LABEL: func.func @train_step(
+// CAPTURED: %[[C:.*]] = arith.constant
+// CAPTURED: hl.fused_elementwise
+// CAPTURED: arith.mulf {{.*}}%[[C]]
 // SETBATCH: mse.mlir:[[#]]:1: error: hl-set-batch: the module is differentiated already (@loss_grad): hl-set-batch rewrites a model's forward, before hl-autodiff and hl-optimizer
 // WIDEN: error: hl-widen: the module is differentiated already (@loss_grad)
 // TWICE: mse.mlir:[[#]]:[[#]]: error: convert-hl-to-ll: the module is lowered to ll already ('ll.gemm' in @loss)
@@ -107,6 +120,27 @@ func.func @loss(%x: tensor<32x8xf32>) -> tensor<f32> {
   %w = hl.get_param @fc.w : tensor<4x8xf32>
   %h = hl.linear %x, %w : tensor<32x8xf32>, tensor<4x8xf32>
   %l = hl.mse_loss %h, %h : tensor<32x4xf32>, tensor<32x4xf32>
+  return %l : tensor<f32>
+}
+
+//--- fusable.mlir
+hl.param @fc.w : tensor<4x8xf32> owner "fc" init <xavier_uniform>
+func.func @loss(%x: tensor<2x8xf32>, %y: tensor<2xi32>) -> tensor<f32> {
+  %w = hl.get_param @fc.w : tensor<4x8xf32>
+  %h = hl.linear %x, %w : tensor<2x8xf32>, tensor<4x8xf32>
+  %c = hl.constant dense<0.5> : tensor<f32>
+  %s = hl.mul %h, %c : tensor<2x4xf32>, tensor<f32>
+  %t = hl.tanh %s : tensor<2x4xf32>
+  %l = hl.cross_entropy %t, %y : tensor<2x4xf32>, tensor<2xi32>
+  return %l : tensor<f32>
+}
+
+//--- mse2.mlir
+hl.param @fc.w : tensor<4x8xf32> owner "fc" init <xavier_uniform>
+func.func @loss(%x: tensor<2x8xf32>, %y: tensor<2x4xf32>) -> tensor<f32> {
+  %w = hl.get_param @fc.w : tensor<4x8xf32>
+  %h = hl.linear %x, %w : tensor<2x8xf32>, tensor<4x8xf32>
+  %l = hl.mse_loss %h, %y : tensor<2x4xf32>, tensor<2x4xf32>
   return %l : tensor<f32>
 }
 

@@ -300,6 +300,18 @@ pub(crate) fn lowered(op: MlirOperation) -> Option<(MlirLocation, String)> {
     })
 }
 
+/// Where the module `op` holds an op of `hl-fuse-elementwise`'s making
+/// (a fused body), and which.
+pub(crate) fn fused(op: MlirOperation) -> Option<(MlirLocation, String)> {
+    crate::ir::functions(op).into_iter().find_map(|(func, block)| {
+        let name = crate::ir::string_attr(func, "sym_name").unwrap_or_default();
+        crate::ir::ops_of(block)
+            .into_iter()
+            .find(|&o| crate::ir::op_name(o) == "hl.fused_elementwise")
+            .map(|o| (unsafe { mlirOperationGetLocation(o) }, format!("'hl.fused_elementwise' in @{name}")))
+    })
+}
+
 /// Whether `v` is a tensor or buffer of dynamic (or unknown) shape.
 pub(crate) fn dynamic(v: MlirValue) -> bool {
     unsafe {

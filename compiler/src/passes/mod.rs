@@ -123,6 +123,18 @@ fn refused(argument: &str, op: mlir_sys::MlirOperation) -> Option<(mlir_sys::Mli
                 ),
             ))
         })
+        .or_else(|| {
+            // A fused body's types and ops are its own: a retyping or a
+            // rewrite of the forward changed its inputs, not its body.
+            let (loc, what) = common::fused(op).filter(|_| FORWARD_ONLY.contains(&argument))?;
+            Some((
+                loc,
+                format!(
+                    "the module is fused already ({what}): {argument} rewrites a model's forward, before \
+                     hl-fuse-elementwise"
+                ),
+            ))
+        })
 }
 
 /// Installs every pass body and registers the passes (and AICF's named

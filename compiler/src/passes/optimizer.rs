@@ -613,6 +613,9 @@ fn clone_gradients(
         for (i, v) in operands.iter().enumerate() {
             unsafe { mlirOperationSetOperand(copy, i as isize, *v) };
         }
+        // A fused body reading a value of the function (a constant that
+        // canonicalization hoisted out of it) reads its copy.
+        crate::ir::remap_captured(copy, &map);
         unsafe { mlirBlockAppendOwnedOperation(block, copy) };
         for r in 0..unsafe { mlirOperationGetNumResults(op) } {
             map.insert(key(unsafe { mlirOperationGetResult(op, r) }), unsafe { mlirOperationGetResult(copy, r) });

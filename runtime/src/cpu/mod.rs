@@ -130,6 +130,12 @@ impl CpuModule {
             ));
         }
         let so = dir.join("kernels.so");
+        // Opened only as a file the manifest's hashes checked (a truncated
+        // one, its entry removed and the manifest sealed again, stopped
+        // the process with SIGBUS in the loader).
+        if !manifest.files.contains_key("kernels.so") {
+            return Err(load_err(&so, "not among the files the manifest checks (the manifest was edited)".into()));
+        }
         // SAFETY: loading runs no initialisers beyond the C runtime's; the
         // compiler generated the library from the manifest beside it.
         // (The loader's message names the file itself: said once.)
