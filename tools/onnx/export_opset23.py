@@ -11,6 +11,16 @@ Attention) rather than their decompositions, and their references:
 - test/onnx/masked23.onnx: attention under masks: a boolean one computed
   from the input (padding keys dropped, with the causal triangle) and a
   constant float one (ALiBi-like slopes), at a given scale.
+- test/onnx/decoder23.onnx: a fresh `nn.TransformerDecoderLayer`, whose
+  self- and cross-attention in_proj biases (zeros) the exporter merges
+  into one initializer, read by a Split its optimizer wrote without a
+  record of the module it is in.
+- test/onnx/encoder23.onnx: a fresh 2-layer `nn.TransformerEncoder`, whose
+  layers' equal weights the exporter merges, each also folded into its
+  transpose (a `val_<n>` the MatMuls read as `[in, out]`).
+- test/onnx/gemma23.onnx: Gemma's norm, `rms_norm(x) * (1 + weight)`,
+  whose `1 + weight` the exporter's optimizer folds into an initializer
+  (`add`): it trains in the weight's place, a fold the import names.
 
 Each reference holds the input, labels, onnxruntime's output, PyTorch's
 loss, and every parameter after one SGD step (lr 0.1) of the
@@ -94,10 +104,49 @@ class Masked(nn.Module):
         return self.head(y.transpose(1, 2).reshape(B, S, D).mean(1))
 
 
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, D)
+        self.mem = nn.Linear(8, D)
+        self.dec = nn.TransformerDecoderLayer(D, 2, 32, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(D, 5)
+
+    def forward(self, x):  # x: B x S x 8
+        causal = nn.Transformer.generate_square_subsequent_mask(S)
+        y = self.dec(self.inp(x), self.mem(x.flip(1)), tgt_mask=causal, tgt_is_causal=True)
+        return self.head(y.mean(1))
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, D)
+        layer = nn.TransformerEncoderLayer(D, 2, 32, dropout=0.0, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(D, 5)
+
+    def forward(self, x):  # x: B x S x 8
+        return self.head(self.enc(self.inp(x)).mean(1))
+
+
+class Gemma(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, D)
+        self.norm = nn.Parameter(torch.zeros(D).uniform_(-0.5, 0.5))
+        self.head = nn.Linear(D, 5)
+
+    def forward(self, x):  # x: B x S x 8
+        h = F.rms_norm(self.inp(x), (D,), eps=1e-6) * (1.0 + self.norm)
+        return self.head(h.mean(1))
+
+
 def main():
     out = sys.argv[1]
     g = torch.Generator().manual_seed(1)
-    for name, model in [("llama23", Llama), ("masked23", Masked)]:
+    for name, model in [("llama23", Llama), ("masked23", Masked), ("decoder23", Decoder), ("encoder23", Encoder),
+                        ("gemma23", Gemma)]:
         torch.manual_seed(0)
         x = torch.randn(B, S, 8, generator=g)
         labels = torch.randint(0, 5, (B,), generator=g)

@@ -1940,6 +1940,35 @@ fn dynamo_records_lost(graph: &proto::GraphProto) -> bool {
         && !graph.metadata_props.iter().any(|p| p.key().starts_with("pkg.torch.export"))
 }
 
+/// The exported program's signature (graph metadata), its inputs' targets
+/// and their kinds: `p_cls: PARAMETER target='cls'` gives `cls` ->
+/// `PARAMETER`, also for those the exporter's folder removed. (Its `#
+/// inputs` section alone: `b_proj: BUFFER target='Proj' persistent=True`;
+/// the outputs' mutations name targets too.)
+pub(super) fn signature_kinds(graph: &proto::GraphProto) -> HashMap<String, String> {
+    graph
+        .metadata_props
+        .iter()
+        .filter(|p| p.key() == "pkg.torch.export.ExportedProgram.graph_signature")
+        .flat_map(|p| {
+            p.value()
+                .lines()
+                .skip_while(|l| l.trim() != "# inputs")
+                .skip(1)
+                .take_while(|l| !l.trim_start().starts_with('#'))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter_map(|line| {
+            let (_, rest) = line.split_once(": ")?;
+            let (kind, target) = rest.split_once(" target=")?;
+            let quote = target.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+            let target = target[1..].split(quote).next()?;
+            Some((target.to_string(), kind.trim().to_string()))
+        })
+        .collect()
+}
+
 /// The initializers that PyTorch's dynamo exporter says are no parameters:
 /// each node carries the FX node it came from (`pkg.torch.onnx.fx_node`,
 /// `aten.sub(%conv2d, %b_m_mean)`), whose arguments name a module's
@@ -2008,27 +2037,7 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
     // removed too (a class token folded into its `repeat`).
     // (Its `# inputs` section alone: `b_proj: BUFFER target='Proj'
     // persistent=True`; the outputs' mutations name targets too.)
-    let signature: HashMap<String, String> = graph
-        .metadata_props
-        .iter()
-        .filter(|p| p.key() == "pkg.torch.export.ExportedProgram.graph_signature")
-        .flat_map(|p| {
-            p.value()
-                .lines()
-                .skip_while(|l| l.trim() != "# inputs")
-                .skip(1)
-                .take_while(|l| !l.trim_start().starts_with('#'))
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .filter_map(|line| {
-            let (_, rest) = line.split_once(": ")?;
-            let (kind, target) = rest.split_once(" target=")?;
-            let quote = target.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-            let target = target[1..].split(quote).next()?;
-            Some((target.to_string(), kind.trim().to_string()))
-        })
-        .collect();
+    let signature = signature_kinds(graph);
     let declared_params: HashSet<String> = graph
         .value_info
         .iter()
@@ -2098,9 +2107,13 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
                 // The folded values the exported program computed, by their
                 // node names (`div_1`, `clamp_min_1`); the exporter's own
                 // `val_<n>` say nothing.
+                // (And the fold's own name, the last op it took: `add` of
+                // Gemma's `1 + weight`, whose other source is a `val_<n>`.)
                 let ops: Vec<String> = sources
                     .iter()
-                    .filter(|s| !from_parameter(s) && !inits.contains_key(**s))
+                    .copied()
+                    .chain(std::iter::once(name.as_str()))
+                    .filter(|s| !from_parameter(s) && (!inits.contains_key(*s) || *s == name))
                     .map(|s| match s.rsplit_once('_') {
                         Some((base, n)) if n.bytes().all(|b| b.is_ascii_digit()) => base,
                         _ => s,
@@ -2836,6 +2849,14 @@ fn mask_bias(c: &Const, keys: usize) -> R<(Vec<usize>, Vec<f64>)> {
         vals.extend(std::iter::repeat_n(f64::NEG_INFINITY, keys - last));
     }
     Ok((dims, vals))
+}
+
+/// numpy's maximum and minimum: NaN where either is (f64's drop it).
+fn nan_max(x: f64, y: f64) -> f64 {
+    if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) }
+}
+fn nan_min(x: f64, y: f64) -> f64 {
+    if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) }
 }
 
 /// Numpy broadcasting of two shapes.
@@ -4309,6 +4330,16 @@ impl Importer<'_> {
                 let float = konst(0, "start")?.float;
                 Ok(vec![V::C(Const { dims: vec![n], vals: (0..n).map(|i| s + i as f64 * d).collect(), float })])
             }
+            // Max and Min of one input or more (the unoptimized dynamo
+            // export writes `table[pos]`'s index as a Max of one), NaN
+            // propagated as numpy's maximum does.
+            "Max" | "Min" if all_const && ins.len() != 2 => {
+                let mut acc = konst(0, "input 0")?;
+                for k in 1..ins.len() {
+                    acc = fold_binary(&acc, &konst(k, "an input")?, if op == "Max" { nan_max } else { nan_min })?;
+                }
+                Ok(vec![V::C(acc)])
+            }
             "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Max" | "Min" | "Equal" | "Less" | "Greater"
             | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Xor"
                 if all_const =>
@@ -4344,8 +4375,8 @@ impl Importer<'_> {
                     "Div" if int_div => Box::new(|x: f64, y: f64| if y == 0.0 { 0.0 } else { (x / y).trunc() }),
                     "Div" => Box::new(|x, y| x / y),
                     "Pow" => Box::new(f64::powf),
-                    "Max" => Box::new(f64::max),
-                    "Min" => Box::new(f64::min),
+                    "Max" => Box::new(nan_max),
+                    "Min" => Box::new(nan_min),
                     "Equal" => Box::new(|x, y| (x == y) as i32 as f64),
                     "Less" => Box::new(|x, y| (x < y) as i32 as f64),
                     "LessOrEqual" => Box::new(|x, y| (x <= y) as i32 as f64),

@@ -201,30 +201,79 @@ pub(super) fn untie(
             }
         })
         .collect();
+    // Every parameter the exported program declares (flat: `a_b_c`), for
+    // a node of the exporter's optimizer, which records no FX node.
+    let declared: Vec<String> = super::onnx::signature_kinds(graph)
+        .into_iter()
+        .filter(|(_, kind)| kind == "PARAMETER")
+        .map(|(target, _)| flat(&target))
+        .collect();
+    let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, n) in graph.node.iter().enumerate() {
+        for input in &n.input {
+            consumers.entry(input.as_str()).or_default().push(i);
+        }
+    }
+    // The module of the nearest nodes downstream of node `i` that name one
+    // (a Split of a merged bias that the optimizer rewrote reads for
+    // `dec.multihead_attn`'s linear layers), where they agree.
+    let downstream_module = |i: usize| -> Option<String> {
+        let mut front = vec![i];
+        for _ in 0..4 {
+            let next: Vec<usize> = front
+                .iter()
+                .flat_map(|&k| graph.node[k].output.iter())
+                .flat_map(|o| consumers.get(o.as_str()).into_iter().flatten().copied())
+                .collect();
+            let named: HashSet<String> = next.iter().filter_map(|&k| module_of(&graph.node[k])).collect();
+            match named.len() {
+                0 => front = next,
+                1 => return named.into_iter().next(),
+                _ => return None,
+            }
+        }
+        None
+    };
     let mut nodes = graph.node.clone();
     let mut copies: Vec<(String, String)> = Vec::new();
-    for node in &mut nodes {
-        let Some(fx) =
-            node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node").map(|p| p.value().to_string())
-        else {
-            continue;
+    // Made-up names for the copies of transposed folds, by the weight each
+    // stands for; numbered past the exporter's own.
+    let mut stand_ins: HashMap<String, String> = HashMap::new();
+    let mut next_val: u64 = inits
+        .keys()
+        .chain(graph.node.iter().flat_map(|n| n.output.iter()))
+        .filter_map(|n| n.strip_prefix("val_")?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
+    for (index, node) in nodes.iter_mut().enumerate() {
+        let fx =
+            node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node").map(|p| p.value().to_string());
+        // The parameters the model's node read (`%p_<path with _>`), and
+        // its module; for a node without a record, every parameter the
+        // program declares, and the module its outputs are read in.
+        let (placeholders, module): (Vec<&str>, Option<String>) = match &fx {
+            Some(fx) => (
+                fx.split('%')
+                    .skip(1)
+                    .filter_map(|t| t.strip_prefix("p_"))
+                    .map(|t| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or(""))
+                    .filter(|t| !t.is_empty())
+                    .collect(),
+                module_of(node),
+            ),
+            None if node.metadata_props.is_empty() => {
+                (declared.iter().map(String::as_str).collect(), downstream_module(index))
+            }
+            None => continue,
         };
-        // The parameters the model's node read: `%p_<path with _>`.
-        let placeholders: Vec<&str> = fx
-            .split('%')
-            .skip(1)
-            .filter_map(|t| t.strip_prefix("p_"))
-            .map(|t| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or(""))
-            .filter(|t| !t.is_empty())
-            .collect();
-        let Some(module) = module_of(node) else { continue };
+        let Some(module) = module else { continue };
         for k in 0..node.input.len() {
             let original = node.input[k].clone();
             let Some(t) = inits.get(&original) else { continue };
             if !t.is_float() || readers.get(original.as_str()).copied().unwrap_or(0) < 2 {
                 continue;
             }
-            if placeholders.contains(&flat(&original).as_str()) {
+            if fx.is_some() && placeholders.contains(&flat(&original).as_str()) {
                 continue;
             }
             // A reader of the very parameter a fold came from reads that
@@ -250,15 +299,40 @@ pub(super) fn untie(
             if name == original {
                 continue;
             }
-            if !inits.contains_key(&name) {
-                let copy = aicf_onnx::Tensor { name: name.clone(), ..t.clone() };
-                inits.insert(name.clone(), copy);
+            // A copy of the exporter's own transposed fold of a weight (a
+            // `val_<n>` a MatMul reads as `[in, out]`) keeps a made-up name
+            // of its own, so that `fold` reads it as that weight
+            // transposed and names it: under the weight's name, its values
+            // were the transpose (a checkpoint PyTorch could not load).
+            let made_up = original.starts_with("onnx::")
+                || original
+                    .strip_prefix("val_")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            let target = if made_up && node.op_type() == "MatMul" && k == 1 && t.dims.len() == 2 {
+                stand_ins
+                    .entry(name.clone())
+                    .or_insert_with(|| {
+                        loop {
+                            next_val += 1;
+                            let n = format!("val_{next_val}");
+                            if !inits.contains_key(&n) {
+                                break n;
+                            }
+                        }
+                    })
+                    .clone()
+            } else {
+                name.clone()
+            };
+            if !inits.contains_key(&target) {
+                let copy = aicf_onnx::Tensor { name: target.clone(), ..t.clone() };
+                inits.insert(target.clone(), copy);
                 copies.push((name.clone(), original.clone()));
             } else if !copies.iter().any(|(c, _)| *c == name) {
                 // A tensor of that name that is not our copy: left alone.
                 continue;
             }
-            node.input[k] = name;
+            node.input[k] = target;
         }
     }
     // A fold every reader now reads under one name was renamed, not
