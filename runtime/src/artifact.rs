@@ -594,7 +594,15 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
     }
     // A manifest is kilobytes (megabytes for the largest models); a huge
     // or endless file (a device) is not one, and is not read whole.
-    let size = std::fs::metadata(&path).map_err(|e| fail(&path, e.to_string()))?;
+    let size = std::fs::metadata(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => fail(
+            dir,
+            "a directory without manifest.json: not a compiled artifact (a directory of manifest.json and \
+             kernels.so, which `aicf compile` writes)"
+                .into(),
+        ),
+        _ => fail(&path, e.to_string()),
+    })?;
     if !size.is_file() || size.len() > MAX_MANIFEST_BYTES {
         return Err(fail(&path, format!("not a manifest file of at most {MAX_MANIFEST_BYTES} bytes")));
     }

@@ -405,7 +405,8 @@ pub const OPTIMIZER_SLOTS: [&str; 3] = ["momentum", "exp_avg", "exp_avg_sq"];
 /// How to go on from a checkpoint of another optimizer's run, said where
 /// its state does not fit.
 const FRESH_OPTIMIZER: &str = "its parameters load with this optimizer's state started afresh by \
-                               `Trainer::load_parameters` (`aicf train --resume --override-resume`)";
+                               `Trainer::load_parameters` (`aicf train --resume --override-resume`; with the \
+                               runtime alone, `load_checkpoint_of(path, true, false)`)";
 
 /// The first element of `bytes` (little-endian values of `dtype`) that is
 /// a NaN or an infinity; integers have none.

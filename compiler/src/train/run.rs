@@ -2368,6 +2368,17 @@ impl<'a> Loop<'a> {
                  --checkpoint-dir (last.safetensors, or a model version's v<k>.safetensors); `aicf eval` scores it"
             )));
         }
+        // A checkpoint that a program saved (the runtime's or a Trainer's
+        // save_checkpoint) holds tensors without a run's place: said once,
+        // whole (each key was refused in turn).
+        if !["epoch", "step", "data_rng_state"].iter().any(|k| meta.contains_key(*k)) {
+            return Err(corrupt(
+                "no run's record in its metadata (epoch, step, data_rng_state): a checkpoint a program saved \
+                 through the runtime or a Trainer has no place in a run to go on from; `aicf eval`, `predict` \
+                 and `sample` read its parameters (--checkpoint), and the program itself loads it to train on"
+                    .into(),
+            ));
+        }
         let field = |k: &str| -> Result<u64> {
             let v = meta.get(k).ok_or_else(|| corrupt(format!("no {k} in the checkpoint's metadata")))?;
             v.parse().map_err(|_| corrupt(format!("the checkpoint's {k} {v:?} is not a whole number")))

@@ -1000,6 +1000,58 @@ fn a_damaged_cache_entry_is_compiled_again() {
     assert!(edited.compiled()[0].seconds.is_some(), "an edited manifest is compiled again");
 }
 
+/// What a manifest sealed again after an edit (its checksum is no
+/// signature) or a kernel file that is no file cannot do: a library GEMM's
+/// sizes past its operands, kernels.so dropped from the hashed files (a
+/// truncated one then stopped the process with SIGBUS), kernels.so linked
+/// to /dev/zero (hashing it never ended), a directory without a manifest:
+/// each is an error that names it.
+#[test]
+fn an_artifact_resealed_after_an_edit_or_with_a_device_for_a_kernel_file_is_refused() {
+    use aicf_compiler::codegen::KernelCache;
+    use aicf_compiler::pipeline::{Target, TrainOptions, compile_source};
+    use aicf_runtime::artifact::Manifest;
+    let dir = scratch("resealed-artifact");
+    let target = Target::Cpu(KernelCache::new(dir.join("kernels")));
+    let source = std::fs::read_to_string(example("mlp/digits_mlp.mlir")).unwrap();
+    compile_source(&source, "m", &TrainOptions::default(), None, &target, &dir.join("good")).unwrap();
+    let open = |d: &Path| aicf_runtime::open(d, &Device::Cpu { threads: 1 }, 0).err().map(|e| e.to_string());
+    assert_eq!(open(&dir.join("good")), None);
+    let edited = |name: &str, edit: &dyn Fn(&mut Manifest)| -> PathBuf {
+        let to = dir.join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        for f in ["kernels.so", "manifest.json"] {
+            std::fs::copy(dir.join("good").join(f), to.join(f)).unwrap();
+        }
+        let text = std::fs::read_to_string(to.join("manifest.json")).unwrap();
+        let mut m: Manifest = serde_json::from_str(&text).unwrap();
+        edit(&mut m);
+        m.checksum = m.compute_checksum();
+        std::fs::write(to.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
+        to
+    };
+    let gemm = edited("gemm", &|m| {
+        let g = m.functions.iter_mut().flat_map(|f| f.calls.iter_mut()).find_map(|c| c.library.as_mut()).unwrap();
+        g.m *= 64;
+    });
+    let e = open(&gemm).unwrap();
+    assert!(e.contains("its library GEMM A (operand") && e.contains("past its"), "{e}");
+    let unhashed = edited("unhashed", &|m| {
+        m.files.remove("kernels.so");
+    });
+    let e = open(&unhashed).unwrap();
+    assert!(e.contains("kernels.so: not among the files the manifest checks"), "{e}");
+    let device = edited("device", &|_| {});
+    std::fs::remove_file(device.join("kernels.so")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", device.join("kernels.so")).unwrap();
+    let e = open(&device).unwrap();
+    assert!(e.contains("kernels.so: not a regular file"), "{e}");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let e = open(&empty).unwrap();
+    assert!(e.contains("a directory without manifest.json: not a compiled artifact"), "{e}");
+}
+
 /// The kernel cache checks each object against the hash written after it:
 /// truncated objects are compiled again, and the artifact built from them
 /// runs.
