@@ -1,6 +1,16 @@
 // The named pipeline on the benchmark MLP 784-512-512-10: the SGD train step
 // is 11 kernels, the Adam one 12, and the planned arena is the lower bound.
-// RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir --aicf-train-pipeline=report=true 2>&1 | FileCheck %s --check-prefix=SGD
+// RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir "--aicf-train-pipeline=optimizer=sgd report=true" 2>&1 | FileCheck %s --check-prefix=SGD
+// Adam by default, as hl-optimizer's kind and `aicf train`; numbers a
+// pass would refuse are refused before any pass runs, naming the
+// pipeline's option.
+// RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir --aicf-train-pipeline --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEFAULT
+// DEFAULT: hl-optimizer{{.*}}kind=adam
+// RUN: not aicf-opt %S/../../examples/mlp784/mlp784.mlir --aicf-train-pipeline=max-streams=0 --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s --check-prefix=EARLY
+// EARLY: error: aicf-train-pipeline: max-streams=0: expected at least 1
+// EARLY-NOT: (hl-
+// RUN: not aicf-opt %S/../../examples/mlp784/mlp784.mlir "--aicf-train-pipeline=budget=100 budget-fraction=0.5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BOTH
+// BOTH: error: aicf-train-pipeline: budget-fraction=0.5: expected 0 beside budget (a budget in bytes or as a fraction, not both)
 // RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir "--aicf-train-pipeline=optimizer=adam report=true" 2>&1 | FileCheck %s --check-prefix=ADAM
 // The betas and global-norm clipping reach hl-optimizer (nanoGPT's AdamW).
 // RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir "--aicf-train-pipeline=optimizer=adamw beta1=0.8 beta2=0.95 clip-norm=0.5" | FileCheck %s --check-prefix=CLIP

@@ -27,7 +27,10 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <mutex>
+#include <optional>
+#include <tuple>
 
 using namespace mlir;
 
@@ -146,9 +149,11 @@ namespace {
 /// Options of `aicf-train-pipeline`.
 struct TrainPipelineOptions
     : public PassPipelineOptions<TrainPipelineOptions> {
+  // (Adam by default, as hl-optimizer's kind and `aicf train`: this
+  // pipeline's default was SGD.)
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("sgd, adam or adamw"),
-                                llvm::cl::init("sgd")};
+                                llvm::cl::init("adam")};
   Option<double> momentum{*this, "momentum",
                           llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
   Option<bool> nesterov{*this, "nesterov",
@@ -333,6 +338,58 @@ extern "C" void aicfRegisterPasses(void) {
                                    StringRef("adamw")},
                                   StringRef(o.optimizer))) {
             refuse("optimizer", o.optimizer, "sgd, adam or adamw");
+            return;
+          }
+          // The numbers each pass takes, refused here, before any pass
+          // runs (max-streams=-1 failed in ll-schedule, the 15th pass,
+          // naming that pass's option), with the rules the passes apply.
+          auto number = [](double v) {
+            std::string text;
+            llvm::raw_string_ostream(text) << llvm::format("%g", v);
+            return text;
+          };
+          bool sgd = StringRef(o.optimizer) == "sgd";
+          std::optional<std::tuple<std::string, std::string, std::string>>
+              bad;
+          auto check = [&](bool ok, StringRef option, std::string value,
+                           StringRef expected) {
+            if (!bad && !ok)
+              bad = {option.str(), value, expected.str()};
+          };
+          auto finite = [](double v) { return std::isfinite(v); };
+          check(finite(o.weightDecay) && o.weightDecay >= 0, "weight-decay",
+                number(o.weightDecay), "a finite number, at least 0");
+          check(finite(o.clipNorm) && o.clipNorm >= 0, "clip-norm",
+                number(o.clipNorm), "a finite number, at least 0 (0: off)");
+          if (sgd) {
+            check(finite(o.momentum) && o.momentum >= 0 && o.momentum < 1,
+                  "momentum", number(o.momentum), "in [0, 1)");
+            check(!o.nesterov || o.momentum > 0, "nesterov", "true",
+                  "a momentum above 0");
+          } else {
+            check(finite(o.beta1) && o.beta1 >= 0 && o.beta1 < 1, "beta1",
+                  number(o.beta1), "in [0, 1)");
+            check(finite(o.beta2) && o.beta2 >= 0 && o.beta2 < 1, "beta2",
+                  number(o.beta2), "in [0, 1)");
+            check(finite(o.eps) && o.eps > 0, "eps", number(o.eps),
+                  "a finite number above 0");
+          }
+          check(o.decayMinRank >= 0, "decay-min-rank",
+                std::to_string(o.decayMinRank), "at least 0");
+          check(o.budget >= 0, "budget", std::to_string(o.budget),
+                "at least 0 bytes");
+          check(o.budgetFraction >= 0 && o.budgetFraction <= 1,
+                "budget-fraction", number(o.budgetFraction), "in [0, 1]");
+          check(!(o.budget > 0 && o.budgetFraction > 0), "budget-fraction",
+                number(o.budgetFraction),
+                "0 beside budget (a budget in bytes or as a fraction, not "
+                "both)");
+          check(o.maxStreams >= 1, "max-streams",
+                std::to_string(o.maxStreams), "at least 1");
+          check(o.bucketBytes >= 0, "bucket-bytes",
+                std::to_string(o.bucketBytes), "at least 0");
+          if (bad) {
+            refuse(std::get<0>(*bad), std::get<1>(*bad), std::get<2>(*bad));
             return;
           }
           std::string text = trainPipeline(o);
