@@ -32,7 +32,7 @@
 // CLIP: arith.constant 0.94999999999999996 : f64
 // CLIP: ll.multi_tensor_apply
 
-// SGD: remark: ll-plan-memory: @train_step: arena 3203136 bytes, lower bound 3203136 bytes (1.000x), naive sum 4797484 bytes; 13 buffers, 0 in place, 0 recomputed
+// SGD: remark: ll-plan-memory: @train_step: arena 3203136 bytes, lower bound 3203136 bytes (1.000x), naive sum 4797568 bytes; 13 buffers, 0 in place, 0 recomputed
 // SGD-LABEL: func.func @train_step
 // SGD-SAME: {ll.bind = "arena"}
 // SGD-COUNT-3: ll.gemm {{.*}} transpose_b

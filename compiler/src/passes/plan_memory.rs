@@ -329,7 +329,9 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
         let plan = MemoryPlan {
             arena_bytes: placed.arena,
             lower_bound_bytes: placed.lower_bound,
-            naive_bytes: model.bufs.iter().map(|b| b.bytes).sum(),
+            // Each buffer in a place of its own, aligned as the arena's are
+            // (unaligned, a tiny model's arena read larger than its sum).
+            naive_bytes: model.bufs.iter().map(|b| align(b.bytes)).sum(),
             buffers: model.bufs.len(),
             in_place: placed.in_place,
             recomputed,
