@@ -393,8 +393,15 @@ impl LibraryGemm {
     /// `batch * m * n`) lie inside its operands' extents `bytes` (a call's
     /// `bytes`), so that a manifest's sizes cannot make the runtime's own
     /// GEMMs reach outside their memory; why not, where they do not.
+    /// Element sizes: a GPU GEMM's operand and output types, a widened
+    /// one's 16-bit operands (its output at 2 bytes, the least it could
+    /// be), else f32.
     pub fn fits(&self, bytes: &[u64]) -> Result<(), String> {
-        let narrow = self.widen.map_or(4, |d| d.bytes() as u128);
+        let (narrow, wide) = match (&self.gpu, self.widen) {
+            (Some(g), _) => (g.operands.bytes() as u128, g.output.bytes() as u128),
+            (None, Some(d)) => (d.bytes() as u128, d.bytes() as u128),
+            (None, None) => (4, 4),
+        };
         // The last element reached, plus one, of `batch` blocks of `rows x
         // cols` at `strides`, `step` apart.
         let span = |rows: usize, cols: usize, [rs, cs]: [usize; 2], step: usize| -> u128 {
@@ -415,11 +422,13 @@ impl LibraryGemm {
             b = b.max(whole(self.b_batch, self.k, self.n));
         }
         let out = self.batch as u128 * self.m as u128 * self.n as u128;
-        for (what, operand, elements) in [("A", self.a, a), ("B", self.b, b), ("output", self.out, out)] {
+        for (what, operand, elements, size) in
+            [("A", self.a, a, narrow), ("B", self.b, b, narrow), ("output", self.out, out, wide)]
+        {
             let room = bytes.get(operand).copied().unwrap_or(0) as u128;
-            if elements * narrow > room {
+            if elements * size > room {
                 return Err(format!(
-                    "{what} (operand {operand}) reaches {elements} elements of {narrow} bytes, past its {room} bytes"
+                    "{what} (operand {operand}) reaches {elements} elements of {size} bytes, past its {room} bytes"
                 ));
             }
         }
@@ -670,7 +679,10 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
             if let Some(bad) = out_of_range.into_iter().find(|&o| o >= operands) {
                 return Err(at(format!("refers to operand {bad} of {operands}")));
             }
+            // (A CUDA GEMM's element types are known where cuBLASLt takes
+            // its epilogue, `gpu`; the others are the device's to check.)
             if let Some(g) = &c.library
+                && (g.gpu.is_some() || !manifest.target.starts_with("cuda"))
                 && let Err(m) = g.fits(&c.bytes)
             {
                 return Err(at(format!("its library GEMM {m}")));
@@ -723,8 +735,16 @@ mod tests {
         assert!(more.fits(&bytes).unwrap_err().starts_with("A (operand 0) reaches"));
         let deeper = super::LibraryGemm { k: usize::MAX, ..g.clone() };
         assert!(deeper.fits(&bytes).is_err());
-        let swapped = super::LibraryGemm { b: 2, out: 1, ..g };
+        let swapped = super::LibraryGemm { b: 2, out: 1, ..g.clone() };
         assert!(swapped.fits(&[3 * 4 * 6 * 4, 3 * 6 * 5 * 4, 3 * 4 * 4]).is_err());
+        // 16-bit operands at 2 bytes: a GPU GEMM's by its types (it has no
+        // `widen`: counted as f32, every bf16 CUDA artifact was refused),
+        // a widened CPU one's by `widen`.
+        let half = [3 * 4 * 6 * 2, 3 * 6 * 5 * 2, 3 * 4 * 5 * 2];
+        let gpu = super::GpuGemm { bias: None, act: 0, accumulate: false, operands: DType::BF16, output: DType::BF16 };
+        assert_eq!(super::LibraryGemm { gpu: Some(gpu), ..g.clone() }.fits(&half), Ok(()));
+        assert_eq!(super::LibraryGemm { widen: Some(DType::BF16), ..g.clone() }.fits(&half), Ok(()));
+        assert!(g.fits(&half).is_err());
     }
 
     /// A library GEMM's alpha may be infinite or NaN (a model scaling a

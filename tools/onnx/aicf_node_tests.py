@@ -4,7 +4,10 @@ from onnx's reference evaluator: 1-D convolutions (strided and padded;
 grouped, dilated and SAME-padded); transposed convolutions in 1-D,
 grouped, with uneven pads and from output_shape; 2-D convolutions with
 uneven padding; pooling in 1-D, dilated, with uneven pads, ceil_mode and
-count_include_pad=0; 3-D convolutions (strided and padded; grouped,
+count_include_pad=0; opset 23's Attention under constant masks that
+broadcast ([keys], [B, 1, 1, keys], [1, H, 1, keys] with is_causal, whose
+expected output is computed here: the evaluator drops the causal triangle
+there); 3-D convolutions (strided and padded; grouped,
 dilated and SAME-padded; depth taps wholly in the padding), 3-D transposed convolutions (strided with
 output_padding and uneven pads; grouped, to an output_shape) and 3-D
 pooling with uneven pads and ceil_mode.
@@ -21,16 +24,19 @@ def case(name, cin, cout, length, k, attrs, group=1):
     w = rng.standard_normal((cout, cin // group, k)).astype(np.float32)
     b = rng.standard_normal((cout,)).astype(np.float32)
     node_case(name, "Conv", x, [("w", w), ("b", b)], dict(group=group, **attrs))
-def node_case(name, op, x, inits, attrs, opset=17, ort=False):
+def node_case(name, op, x, inits, attrs, opset=17, ort=False, expected=None):
     """One node `op` of the input `x` and the initializers `inits` ((name, array) pairs); the
     expected output from onnx's reference evaluator, or with `ort` from onnxruntime (the
-    evaluator's grouped ConvTranspose splits the weight by output channels, onnx 1.23)."""
+    evaluator's grouped ConvTranspose splits the weight by output channels, onnx 1.23), or
+    `expected` (where the evaluator is wrong)."""
     node = helper.make_node(op, ["x"] + [n for n, _ in inits], ["y"], **attrs)
     graph = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                               initializer=[numpy_helper.from_array(a, n) for n, a in inits])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    if ort:
+    if expected is not None:
+        y = expected
+    elif ort:
         import onnxruntime
         sess = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
         y = sess.run(None, {"x": x})[0]
@@ -111,3 +117,21 @@ node_case("test_aicf_conv3d_all_taps_in_padding", "Conv", rng.standard_normal((1
           [("w", rng.standard_normal((2, 2, 1, 2, 2)).astype(np.float32)),
            ("b", rng.standard_normal((2,)).astype(np.float32))],
           dict(strides=[3, 1, 1], pads=[2, 0, 0, 0, 0, 0]))
+# Attention (opset 23) under constant masks that broadcast to the scores,
+# grouped-query heads (4 over 2): a float mask of one value per key; a
+# padding mask [B, 1, 1, keys]; a per-head float mask with is_causal.
+q = rng.standard_normal((2, 4, 3, 4)).astype(np.float32)
+k = rng.standard_normal((2, 2, 5, 4)).astype(np.float32)
+v = rng.standard_normal((2, 2, 5, 4)).astype(np.float32)
+node_case("test_aicf_attention_key_mask", "Attention", q,
+          [("k", k), ("v", v), ("m", rng.standard_normal((5,)).astype(np.float32))], {}, opset=23)
+padding = np.ones((2, 1, 1, 5), bool)
+padding[0, 0, 0, 3:] = False
+node_case("test_aicf_attention_padding_mask", "Attention", q, [("k", k), ("v", v), ("m", padding)], {}, opset=23)
+heads = rng.standard_normal((1, 4, 1, 5)).astype(np.float32)
+scores = q @ np.repeat(k, 2, axis=1).transpose(0, 1, 3, 2) / 2.0 + heads
+scores = scores + np.where(np.arange(5)[None, :] <= np.arange(3)[:, None], 0.0, -np.inf)
+p = np.exp(scores - scores.max(-1, keepdims=True))
+node_case("test_aicf_attention_causal_head_mask", "Attention", q, [("k", k), ("v", v), ("m", heads)],
+          dict(is_causal=1), opset=23,
+          expected=((p / p.sum(-1, keepdims=True)) @ np.repeat(v, 2, axis=1)).astype(np.float32))

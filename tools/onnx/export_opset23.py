@@ -18,6 +18,9 @@ Attention) rather than their decompositions, and their references:
 - test/onnx/encoder23.onnx: a fresh 2-layer `nn.TransformerEncoder`, whose
   layers' equal weights the exporter merges, each also folded into its
   transpose (a `val_<n>` the MatMuls read as `[in, out]`).
+- test/onnx/shared23.onnx, tied23.onnx: one Linear applied twice, and two
+  Linears tied to one weight (`b.weight = a.weight`), each read as the
+  exporter's one transposed fold (`val_<n>`) by two MatMuls.
 - test/onnx/gemma23.onnx: Gemma's norm, `rms_norm(x) * (1 + weight)`,
   whose `1 + weight` the exporter's optimizer folds into an initializer
   (`add`): it trains in the weight's place, a fold the import names.
@@ -130,6 +133,28 @@ class Encoder(nn.Module):
         return self.head(self.enc(self.inp(x)).mean(1))
 
 
+class Shared(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x):  # x: B x S x 8
+        return self.head(torch.relu(self.lin(torch.relu(self.lin(x)))).mean(1))
+
+
+class Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8, bias=False)
+        self.b = nn.Linear(8, 8, bias=False)
+        self.b.weight = self.a.weight
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x):  # x: B x S x 8
+        return self.head(torch.relu(self.b(torch.relu(self.a(x)))).mean(1))
+
+
 class Gemma(nn.Module):
     def __init__(self):
         super().__init__()
@@ -146,7 +171,7 @@ def main():
     out = sys.argv[1]
     g = torch.Generator().manual_seed(1)
     for name, model in [("llama23", Llama), ("masked23", Masked), ("decoder23", Decoder), ("encoder23", Encoder),
-                        ("gemma23", Gemma)]:
+                        ("gemma23", Gemma), ("shared23", Shared), ("tied23", Tied)]:
         torch.manual_seed(0)
         x = torch.randn(B, S, 8, generator=g)
         labels = torch.randint(0, 5, (B,), generator=g)

@@ -3058,28 +3058,31 @@ impl Importer<'_> {
             let capped = scores.clone();
             let full = [batch, q_heads, lq, lk];
             let fits = |dims: &[usize]| broadcast(dims, &full).ok().as_deref() == Some(&full[..]);
-            // The bias, and the rows with no key to attend (1 where a
-            // row has one), of the bias's shape but its last axis 1.
-            let (bias, keep) = match given(3) {
+            // The bias, the rows with no key to attend (1 where a row has
+            // one, of the bias's shape but its last axis 1), and the bias
+            // as it is where a row's was set to 0 (mode 2's output).
+            let (bias, keep, shown) = match given(3) {
                 None | Some(V::C(_)) => {
                     // Known: its rows with no key to attend are found
                     // here, their bias set to 0 (no -inf left to make
                     // NaN) and their probabilities zeroed.
                     let (dims, mut vals) = match given(3) {
                         Some(V::C(c)) => {
-                            let (dims, vals) = mask_bias(c, lk)?;
-                            let dims = broadcast(&dims, &[lq, lk]).ok().filter(|d| fits(d)).ok_or_else(|| {
+                            // (Read at the mask's own shape: `[lk]`, `[B, 1, 1, lk]`.)
+                            let (own, vals) = mask_bias(c, lk)?;
+                            let dims = broadcast(&own, &[lq, lk]).ok().filter(|d| fits(d)).ok_or_else(|| {
                                 format!("the mask {:?} does not broadcast to the scores {full:?}", c.dims)
                             })?;
                             let n = numel(&dims)?;
-                            let src = (dims.clone(), vals);
                             (
                                 dims.clone(),
-                                (0..n).map(|idx| src.1[broadcast_index(idx, &dims, &src.0)] + fixed(idx)).collect(),
+                                (0..n).map(|idx| vals[broadcast_index(idx, &dims, &own)] + fixed(idx)).collect(),
                             )
                         }
                         _ => (vec![lq, lk], (0..lq * lk).map(fixed).collect::<Vec<_>>()),
                     };
+                    // (The scores output of mode 2 shows the bias as it is.)
+                    let shown = vals.clone();
                     let mut keep = vec![1.0; vals.len() / lk];
                     for (row, kept) in vals.chunks_mut(lk).zip(keep.iter_mut()) {
                         if row.iter().all(|&b| b == f64::NEG_INFINITY) {
@@ -3097,7 +3100,13 @@ impl Importer<'_> {
                         }
                         Some(nn(g.constant(&keep, &TensorSpec::new(&rows[..], DType::F32)))?)
                     };
-                    (bias, keep)
+                    let shown = match keep {
+                        Some(_) if scores_out && mode == 2 => {
+                            Some(nn(g.constant(&shown, &TensorSpec::new(&dims[..], DType::F32)))?)
+                        }
+                        _ => None,
+                    };
+                    (bias, keep, shown)
                 }
                 Some(V::T(m)) => {
                     let dims = m.shape().to_vec();
@@ -3129,8 +3138,9 @@ impl Importer<'_> {
                         m.compare(Compare::Eq, &inf)?.broadcast_to(&shape)
                     }))?;
                     let (zeros, ones) = (nn(g.constant(&[0.0], &spec))?, nn(g.constant(&[1.0], &spec))?);
+                    let shown = bias.clone();
                     let bias = nn(Tensor::select(&none, &zeros, &bias))?;
-                    (bias, Some(nn(Tensor::select(&none, &zeros, &ones))?))
+                    (bias, Some(nn(Tensor::select(&none, &zeros, &ones))?), Some(shown))
                 }
             };
             let biased = nn(scores.add(&bias))?;
@@ -3142,7 +3152,10 @@ impl Importer<'_> {
             let scores = match mode {
                 0 => raw,
                 1 => capped,
-                2 => biased,
+                2 => match shown {
+                    Some(b) => nn(capped.add(&b))?,
+                    None => biased,
+                },
                 _ => p,
             };
             (y, Some(scores))

@@ -236,16 +236,9 @@ pub(super) fn untie(
     };
     let mut nodes = graph.node.clone();
     let mut copies: Vec<(String, String)> = Vec::new();
-    // Made-up names for the copies of transposed folds, by the weight each
-    // stands for; numbered past the exporter's own.
-    let mut stand_ins: HashMap<String, String> = HashMap::new();
-    let mut next_val: u64 = inits
-        .keys()
-        .chain(graph.node.iter().flat_map(|n| n.output.iter()))
-        .filter_map(|n| n.strip_prefix("val_")?.parse::<u64>().ok())
-        .max()
-        .unwrap_or(0);
-    for (index, node) in nodes.iter_mut().enumerate() {
+    // Each reader's name for a merged initializer: (node, input, name).
+    let mut plans: Vec<(usize, usize, String)> = Vec::new();
+    for (index, node) in nodes.iter().enumerate() {
         let fx =
             node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node").map(|p| p.value().to_string());
         // The parameters the model's node read (`%p_<path with _>`), and
@@ -267,13 +260,12 @@ pub(super) fn untie(
             None => continue,
         };
         let Some(module) = module else { continue };
-        for k in 0..node.input.len() {
-            let original = node.input[k].clone();
-            let Some(t) = inits.get(&original) else { continue };
+        for (k, original) in node.input.iter().enumerate() {
+            let Some(t) = inits.get(original) else { continue };
             if !t.is_float() || readers.get(original.as_str()).copied().unwrap_or(0) < 2 {
                 continue;
             }
-            if fx.is_some() && placeholders.contains(&flat(&original).as_str()) {
+            if fx.is_some() && placeholders.contains(&flat(original).as_str()) {
                 continue;
             }
             // A reader of the very parameter a fold came from reads that
@@ -283,10 +275,10 @@ pub(super) fn untie(
             // its module: `weight`, or `out_proj.weight` where the module
             // calls a submodule's function; a fold's, its parameter's),
             // spelling one of the node's parameters.
-            let name = match folded_from.get(&original) {
+            let name = match folded_from.get(original) {
                 Some(p) if placeholders.contains(&flat(p).as_str()) => p.clone(),
                 spelled => {
-                    let parts: Vec<&str> = spelled.unwrap_or(&original).split('.').collect();
+                    let parts: Vec<&str> = spelled.unwrap_or(original).split('.').collect();
                     let Some(name) = (1..parts.len())
                         .map(|k| format!("{module}.{}", parts[parts.len() - k..].join(".")))
                         .find(|n| placeholders.contains(&flat(n).as_str()))
@@ -296,44 +288,75 @@ pub(super) fn untie(
                     name
                 }
             };
-            if name == original {
-                continue;
+            if name != *original {
+                plans.push((index, k, name));
             }
-            // A copy of the exporter's own transposed fold of a weight (a
-            // `val_<n>` a MatMul reads as `[in, out]`) keeps a made-up name
-            // of its own, so that `fold` reads it as that weight
-            // transposed and names it: under the weight's name, its values
-            // were the transpose (a checkpoint PyTorch could not load).
-            let made_up = original.starts_with("onnx::")
-                || original
-                    .strip_prefix("val_")
-                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-            let target = if made_up && node.op_type() == "MatMul" && k == 1 && t.dims.len() == 2 {
-                stand_ins
-                    .entry(name.clone())
-                    .or_insert_with(|| {
-                        loop {
-                            next_val += 1;
-                            let n = format!("val_{next_val}");
-                            if !inits.contains_key(&n) {
-                                break n;
-                            }
-                        }
-                    })
-                    .clone()
-            } else {
-                name.clone()
-            };
-            if !inits.contains_key(&target) {
-                let copy = aicf_onnx::Tensor { name: target.clone(), ..t.clone() };
-                inits.insert(target.clone(), copy);
-                copies.push((name.clone(), original.clone()));
-            } else if !copies.iter().any(|(c, _)| *c == name) {
-                // A tensor of that name that is not our copy: left alone.
-                continue;
-            }
-            node.input[k] = target;
         }
+    }
+    // Transposes to insert before their readers: (reader, node).
+    let mut transposes: Vec<(usize, NodeProto)> = Vec::new();
+    for (index, k, name) in plans {
+        let original = nodes[index].input[k].clone();
+        let Some(t) = inits.get(&original).cloned() else { continue };
+        // The exporter's own transposed fold of a weight (a `val_<n>` a
+        // MatMul reads as `[in, out]`) becomes the weight in PyTorch's
+        // layout, read through a Transpose (which `fold` takes as a linear
+        // layer of that weight): as a copy under the weight's name, its
+        // values were the transpose (a checkpoint PyTorch could not load).
+        let made_up = original.starts_with("onnx::")
+            || original.strip_prefix("val_").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let transposed = made_up && nodes[index].op_type() == "MatMul" && k == 1 && t.dims.len() == 2;
+        if !inits.contains_key(&name) {
+            let copy = if transposed {
+                let aicf_onnx::Data::F32(v) = &t.data else { continue };
+                let (rows, cols) = (t.dims[0], t.dims[1]);
+                let mut values = vec![0f32; v.len()];
+                for r in 0..rows {
+                    for c in 0..cols {
+                        values[c * rows + r] = v[r * cols + c];
+                    }
+                }
+                aicf_onnx::Tensor {
+                    name: name.clone(),
+                    dims: vec![cols, rows],
+                    data: aicf_onnx::Data::F32(values),
+                    ..t
+                }
+            } else {
+                aicf_onnx::Tensor { name: name.clone(), ..t }
+            };
+            inits.insert(name.clone(), copy);
+            copies.push((name.clone(), original.clone()));
+        } else if !copies.iter().any(|(c, _)| *c == name) {
+            // A tensor of that name that is not our copy: left alone.
+            continue;
+        }
+        if transposed {
+            let read = format!("{name}::transposed_{index}");
+            transposes.push((
+                index,
+                NodeProto {
+                    name: Some(format!("{name}::transpose_{index}")),
+                    op_type: Some("Transpose".into()),
+                    input: vec![name.clone()],
+                    output: vec![read.clone()],
+                    attribute: vec![AttributeProto {
+                        name: Some("perm".into()),
+                        ints: vec![1, 0],
+                        r#type: Some(AttributeType::Ints as i32),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+            ));
+            nodes[index].input[k] = read;
+        } else {
+            nodes[index].input[k] = name;
+        }
+    }
+    transposes.sort_by_key(|(index, _)| std::cmp::Reverse(*index));
+    for (index, node) in transposes {
+        nodes.insert(index, node);
     }
     // A fold every reader now reads under one name was renamed, not
     // untied: no copy of it to report.
@@ -343,6 +366,15 @@ pub(super) fn untie(
         .map(|(_, o)| o.clone())
         .filter(|o| !still_read.contains(o.as_str()) && copies.iter().filter(|(_, x)| x == o).count() == 1)
         .collect();
+    // An initializer no node reads now is gone (else a transposed fold,
+    // read as its weight now, was taken for a second copy of it).
+    let unread: Vec<String> =
+        copies.iter().map(|(_, o)| o.clone()).filter(|o| !still_read.contains(o.as_str())).collect();
+    for o in &unread {
+        if !graph.output.iter().any(|g| g.name() == o) {
+            inits.remove(o);
+        }
+    }
     copies.retain(|(_, o)| !renamed.contains(o));
     (nodes, copies)
 }

@@ -2371,9 +2371,11 @@ impl<'a> Loop<'a> {
         // A checkpoint that a program saved (the runtime's or a Trainer's
         // save_checkpoint) holds tensors without a run's place: said once,
         // whole (each key was refused in turn).
-        if !["epoch", "step", "data_rng_state"].iter().any(|k| meta.contains_key(*k)) {
+        // (A Trainer's records its step; neither records an epoch or the
+        // data order.)
+        if !["epoch", "data_rng_state"].iter().any(|k| meta.contains_key(*k)) {
             return Err(corrupt(
-                "no run's record in its metadata (epoch, step, data_rng_state): a checkpoint a program saved \
+                "no run's record in its metadata (epoch, data_rng_state): a checkpoint a program saved \
                  through the runtime or a Trainer has no place in a run to go on from; `aicf eval`, `predict` \
                  and `sample` read its parameters (--checkpoint), and the program itself loads it to train on"
                     .into(),

@@ -893,6 +893,9 @@ fn bf16_char_lm_gemms_run_on_tensor_cores() {
     let compiled = compile_source(&source, "char_lm", &options, None, &Target::Cuda(GpuOptions::default()), &dir)
         .unwrap_or_else(|e| panic!("{e}"));
     let dir = out_dir_kept("gpu_char_lm_bf16");
+    // Its manifest passes the loader's checks (the GEMM bounds check read
+    // its bf16 operands as f32, and refused every 16-bit CUDA artifact).
+    aicf_runtime::artifact::load_manifest(&dir).unwrap_or_else(|e| panic!("{e}"));
     ptxas_accepts(&dir, "char_lm bf16");
     let step = compiled.manifest.functions.iter().find(|f| f.name == "train_step").unwrap();
     let gemms: Vec<&str> = step.calls.iter().filter(|c| c.op == "ll.gemm").map(|c| c.symbol.as_str()).collect();

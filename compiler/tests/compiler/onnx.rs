@@ -1062,6 +1062,17 @@ fn a_fresh_encoder_stacks_merged_transposed_weights_train_apart_in_pytorchs_layo
     one_sgd_step_matches_pytorch("encoder23", &[]);
 }
 
+/// A Linear applied twice, and two Linears tied to one weight: each read
+/// by two MatMuls as the exporter's one transposed fold (`val_<n>`), one
+/// parameter under PyTorch's name and in its layout (it was the
+/// transpose, `[in, out]`), which trains as PyTorch's.
+#[test]
+fn a_weight_read_by_two_layers_as_one_transposed_fold_trains_in_pytorchs_layout() {
+    one_sgd_step_matches_pytorch("shared23", &[]);
+    // (Named by the second module: PyTorch's state_dict holds both names.)
+    one_sgd_step_matches_pytorch("tied23", &[("b.weight", "a.weight")]);
+}
+
 /// Sine and cosine of activations and of a position table computed from a
 /// Range (folded at import), and roundings (Round, Floor, Ceil: no
 /// gradient) beside the path that carries it.

@@ -18,14 +18,14 @@
 // RUN: not aicf train %t/other.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --checkpoint-dir %t/straight --resume 2>&1 | FileCheck %s --check-prefix=OTHER
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 1 --out %t/run --checkpoint-dir %t/sgd > /dev/null
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
-// A checkpoint a program saved (no run's record: emulated by removing
-// it) is refused once, whole, and left alone (each missing key was
-// refused in turn).
+// A checkpoint a program saved (a Trainer's records its step, but no
+// epoch or data order: emulated by removing them) is refused once, whole,
+// and left alone (each missing key was refused in turn).
 // RUN: rm -rf %t/program && mkdir -p %t/program && cp %t/straight/last.safetensors %t/program/
-// RUN: python3 -c "import json, struct, sys; p = sys.argv[1]; b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n]); m = h['__metadata__']; [m.pop(k, None) for k in ('epoch', 'step', 'data_rng_state', 'aicf.metadata.crc32')]; s = json.dumps(h).encode(); s += b' ' * (-len(s) % 8); open(p, 'wb').write(struct.pack('<Q', len(s)) + s + b[8 + n:])" %t/program/last.safetensors
+// RUN: python3 -c "import json, struct, sys; p = sys.argv[1]; b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n]); m = h['__metadata__']; [m.pop(k, None) for k in ('epoch', 'data_rng_state', 'aicf.metadata.crc32')]; s = json.dumps(h).encode(); s += b' ' * (-len(s) % 8); open(p, 'wb').write(struct.pack('<Q', len(s)) + s + b[8 + n:])" %t/program/last.safetensors
 // RUN: cp %t/program/last.safetensors %t/program.safetensors
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 5 --out %t/run --checkpoint-dir %t/program --resume 2>&1 | FileCheck %s --check-prefix=PROGRAM
-// PROGRAM: last.safetensors: no run's record in its metadata (epoch, step, data_rng_state): a checkpoint a program saved through the runtime or a Trainer has no place in a run to go on from
+// PROGRAM: last.safetensors: no run's record in its metadata (epoch, data_rng_state): a checkpoint a program saved through the runtime or a Trainer has no place in a run to go on from
 // RUN: cmp %t/program.safetensors %t/program/last.safetensors
 // Under --override-resume the optimizer switches: SGD's checkpoint holds
 // no Adam moments (it was refused after the compile, for want of them),
