@@ -21,6 +21,8 @@ Attention) rather than their decompositions, and their references:
 - test/onnx/shared23.onnx, tied23.onnx: one Linear applied twice, and two
   Linears tied to one weight (`b.weight = a.weight`), each read as the
   exporter's one transposed fold (`val_<n>`) by two MatMuls.
+- test/onnx/mha23.onnx: `nn.MultiheadAttention(kdim=8, vdim=8)`, whose
+  separate q, k and v projection weights the exporter folds transposed.
 - test/onnx/gemma23.onnx: Gemma's norm, `rms_norm(x) * (1 + weight)`,
   whose `1 + weight` the exporter's optimizer folds into an initializer
   (`add`): it trains in the weight's place, a fold the import names.
@@ -155,6 +157,18 @@ class Tied(nn.Module):
         return self.head(torch.relu(self.b(torch.relu(self.a(x)))).mean(1))
 
 
+class Mha(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, D)
+        self.mha = nn.MultiheadAttention(D, 2, kdim=8, vdim=8, bias=False, batch_first=True)
+        self.head = nn.Linear(D, 5)
+
+    def forward(self, x):  # x: B x S x 8
+        y, _ = self.mha(self.inp(x), x, x, need_weights=False)
+        return self.head(y.mean(1))
+
+
 class Gemma(nn.Module):
     def __init__(self):
         super().__init__()
@@ -171,7 +185,8 @@ def main():
     out = sys.argv[1]
     g = torch.Generator().manual_seed(1)
     for name, model in [("llama23", Llama), ("masked23", Masked), ("decoder23", Decoder), ("encoder23", Encoder),
-                        ("gemma23", Gemma), ("shared23", Shared), ("tied23", Tied)]:
+                        ("gemma23", Gemma), ("shared23", Shared), ("tied23", Tied),
+                        ("mha23", Mha)]:
         torch.manual_seed(0)
         x = torch.randn(B, S, 8, generator=g)
         labels = torch.randint(0, 5, (B,), generator=g)

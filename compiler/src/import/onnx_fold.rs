@@ -612,9 +612,23 @@ pub(super) fn fold(
                         && !g.producer.contains_key(n.as_str())
                         && !graph.input.iter().any(|x| x.name() == n)
                 };
-                let name = from_bias
-                    .or_else(|| module_of(node).map(|m| format!("{}.weight", qualified(&m, inits))))
+                // (First the parameter the exporter's records say it folded
+                // this from: `nn.MultiheadAttention(kdim=..)`'s separate
+                // `q_proj_weight`, `k_proj_weight`, `v_proj_weight` share
+                // one split bias, and were `mha.weight`, `val_3`, `val_4`.)
+                let recorded = graph.value_info.iter().find(|v| v.name() == init.as_str()).and_then(|v| {
+                    match folded_from(v)?.as_slice() {
+                        [one] if one.contains('.') => Some(one.to_string()),
+                        _ => None,
+                    }
+                });
+                let name = recorded
                     .filter(free)
+                    .or_else(|| {
+                        from_bias
+                            .or_else(|| module_of(node).map(|m| format!("{}.weight", qualified(&m, inits))))
+                            .filter(free)
+                    })
                     .unwrap_or_else(|| init.clone());
                 let t = &inits[init];
                 let (rows, cols) = (t.dims[0], t.dims[1]);

@@ -1073,6 +1073,15 @@ fn a_weight_read_by_two_layers_as_one_transposed_fold_trains_in_pytorchs_layout(
     one_sgd_step_matches_pytorch("tied23", &[("b.weight", "a.weight")]);
 }
 
+/// `nn.MultiheadAttention(kdim=8, vdim=8)`: its separate q, k and v
+/// projection weights, folded transposed by the exporter, import under
+/// PyTorch's names, which the exporter's records give (they were
+/// `mha.weight`, `val_3` and `val_4`).
+#[test]
+fn separate_attention_projections_import_under_pytorchs_names() {
+    one_sgd_step_matches_pytorch("mha23", &[]);
+}
+
 /// Sine and cosine of activations and of a position table computed from a
 /// Range (folded at import), and roundings (Round, Floor, Ceil: no
 /// gradient) beside the path that carries it.
