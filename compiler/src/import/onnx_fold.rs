@@ -310,12 +310,7 @@ pub(super) fn untie(
             let copy = if transposed {
                 let aicf_onnx::Data::F32(v) = &t.data else { continue };
                 let (rows, cols) = (t.dims[0], t.dims[1]);
-                let mut values = vec![0f32; v.len()];
-                for r in 0..rows {
-                    for c in 0..cols {
-                        values[c * rows + r] = v[r * cols + c];
-                    }
-                }
+                let values = transposed_values(v, rows, cols);
                 aicf_onnx::Tensor {
                     name: name.clone(),
                     dims: vec![cols, rows],
@@ -333,22 +328,7 @@ pub(super) fn untie(
         }
         if transposed {
             let read = format!("{name}::transposed_{index}");
-            transposes.push((
-                index,
-                NodeProto {
-                    name: Some(format!("{name}::transpose_{index}")),
-                    op_type: Some("Transpose".into()),
-                    input: vec![name.clone()],
-                    output: vec![read.clone()],
-                    attribute: vec![AttributeProto {
-                        name: Some("perm".into()),
-                        ints: vec![1, 0],
-                        r#type: Some(AttributeType::Ints as i32),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                },
-            ));
+            transposes.push((index, transpose_node(format!("{name}::transpose_{index}"), &name, &read)));
             nodes[index].input[k] = read;
         } else {
             nodes[index].input[k] = name;
@@ -377,6 +357,34 @@ pub(super) fn untie(
     }
     copies.retain(|(_, o)| !renamed.contains(o));
     (nodes, copies)
+}
+
+/// The values of a row-major `rows x cols` matrix, transposed.
+fn transposed_values(v: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut values = vec![0f32; v.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            values[c * rows + r] = v[r * cols + c];
+        }
+    }
+    values
+}
+
+/// A node `name` writing `output`, the 2-D `input` transposed.
+fn transpose_node(name: String, input: &str, output: &str) -> NodeProto {
+    NodeProto {
+        name: Some(name),
+        op_type: Some("Transpose".into()),
+        input: vec![input.to_string()],
+        output: vec![output.to_string()],
+        attribute: vec![AttributeProto {
+            name: Some("perm".into()),
+            r#type: Some(AttributeType::Ints as i32),
+            ints: vec![1, 0],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
 }
 
 /// What the dynamo exporter's optimizer folded a value from (its
@@ -434,19 +442,7 @@ pub(super) fn retie_transposes(
         if !exact || io {
             continue;
         }
-        transposes.push(NodeProto {
-            name: Some(format!("{name}/retied_transpose")),
-            op_type: Some("Transpose".into()),
-            input: vec![source.to_string()],
-            output: vec![name.to_string()],
-            attribute: vec![AttributeProto {
-                name: Some("perm".into()),
-                r#type: Some(AttributeType::Ints as i32),
-                ints: vec![1, 0],
-                ..Default::default()
-            }],
-            ..Default::default()
-        });
+        transposes.push(transpose_node(format!("{name}/retied_transpose"), source, name));
         tied.push((name.to_string(), source.to_string()));
     }
     for (name, _) in &tied {
@@ -633,12 +629,7 @@ pub(super) fn fold(
                 let t = &inits[init];
                 let (rows, cols) = (t.dims[0], t.dims[1]);
                 let aicf_onnx::Data::F32(v) = &t.data else { continue };
-                let mut values = vec![0f32; v.len()];
-                for r in 0..rows {
-                    for c in 0..cols {
-                        values[c * rows + r] = v[r * cols + c];
-                    }
-                }
+                let values = transposed_values(v, rows, cols);
                 // The exact transpose of another weight (an embedding table
                 // the output layer is tied to, which both exporters write
                 // again, transposed): that weight, read twice, as the
@@ -692,12 +683,7 @@ pub(super) fn fold(
             continue;
         }
         let aicf_onnx::Data::F32(v) = &t.data else { continue };
-        let mut values = vec![0f32; v.len()];
-        for r in 0..rows {
-            for c in 0..cols {
-                values[c * rows + r] = v[r * cols + c];
-            }
-        }
+        let values = transposed_values(v, rows, cols);
         new_inits.push(aicf_onnx::Tensor { dims: vec![cols, rows], data: aicf_onnx::Data::F32(values), ..t.clone() });
         transposed.push((w.clone(), w.clone()));
         g.taken.insert(i);

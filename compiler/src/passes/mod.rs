@@ -114,27 +114,27 @@ fn refused(argument: &str, op: mlir_sys::MlirOperation) -> Option<(mlir_sys::Mli
             ))
         })
         .or_else(|| {
-            let (loc, what) = common::differentiated(op).filter(|_| FORWARD_ONLY.contains(&argument))?;
-            Some((
-                loc,
-                format!(
-                    "the module is differentiated already ({what}): {argument} rewrites a model's forward, before \
-                     hl-autodiff and hl-optimizer"
-                ),
-            ))
+            rewrites_forward(argument, common::differentiated(op), "differentiated", "hl-autodiff and hl-optimizer")
         })
-        .or_else(|| {
-            // A fused body's types and ops are its own: a retyping or a
-            // rewrite of the forward changed its inputs, not its body.
-            let (loc, what) = common::fused(op).filter(|_| FORWARD_ONLY.contains(&argument))?;
-            Some((
-                loc,
-                format!(
-                    "the module is fused already ({what}): {argument} rewrites a model's forward, before \
-                     hl-fuse-elementwise"
-                ),
-            ))
-        })
+        // A fused body's types and ops are its own: a retyping or a
+        // rewrite of the forward changed its inputs, not its body.
+        .or_else(|| rewrites_forward(argument, common::fused(op), "fused", "hl-fuse-elementwise"))
+}
+
+/// A pass that rewrites a model's forward (`FORWARD_ONLY`) refused on a
+/// module `found` shows is `state` already (differentiated, fused): what
+/// runs after `before`.
+fn rewrites_forward(
+    argument: &str,
+    found: Option<(mlir_sys::MlirLocation, String)>,
+    state: &str,
+    before: &str,
+) -> Option<(mlir_sys::MlirLocation, String)> {
+    let (loc, what) = found.filter(|_| FORWARD_ONLY.contains(&argument))?;
+    Some((
+        loc,
+        format!("the module is {state} already ({what}): {argument} rewrites a model's forward, before {before}"),
+    ))
 }
 
 /// Installs every pass body and registers the passes (and AICF's named
