@@ -7,7 +7,8 @@ uneven padding; pooling in 1-D, dilated, with uneven pads, ceil_mode and
 count_include_pad=0; opset 23's Attention under constant masks that
 broadcast ([keys], [B, 1, 1, keys], [1, H, 1, keys] with is_causal, whose
 expected output is computed here: the evaluator drops the causal triangle
-there); 3-D convolutions (strided and padded; grouped,
+there); GroupNormalization at opset 18 (scale and bias per group) and 21
+(per channel, over a 1-D input); 3-D convolutions (strided and padded; grouped,
 dilated and SAME-padded; depth taps wholly in the padding), 3-D transposed convolutions (strided with
 output_padding and uneven pads; grouped, to an output_shape) and 3-D
 pooling with uneven pads and ceil_mode.
@@ -24,11 +25,12 @@ def case(name, cin, cout, length, k, attrs, group=1):
     w = rng.standard_normal((cout, cin // group, k)).astype(np.float32)
     b = rng.standard_normal((cout,)).astype(np.float32)
     node_case(name, "Conv", x, [("w", w), ("b", b)], dict(group=group, **attrs))
-def node_case(name, op, x, inits, attrs, opset=17, ort=False, expected=None):
+def node_case(name, op, x, inits, attrs, opset=17, ort=False, expected=None, check=True):
     """One node `op` of the input `x` and the initializers `inits` ((name, array) pairs); the
     expected output from onnx's reference evaluator, or with `ort` from onnxruntime (the
     evaluator's grouped ConvTranspose splits the weight by output channels, onnx 1.23), or
-    `expected` (where the evaluator is wrong)."""
+    `expected` (where the evaluator is wrong, or, without `check`, where onnx 1.23 deprecates the op's
+    version: GroupNormalization-18)."""
     node = helper.make_node(op, ["x"] + [n for n, _ in inits], ["y"], **attrs)
     graph = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
@@ -44,7 +46,8 @@ def node_case(name, op, x, inits, attrs, opset=17, ort=False, expected=None):
         y = ReferenceEvaluator(model).run(None, {"x": x})[0]
     graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.FLOAT, y.shape))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    onnx.checker.check_model(model)
+    if check:
+        onnx.checker.check_model(model)
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     onnx.save(model, os.path.join(d, "model.onnx"))
@@ -135,3 +138,16 @@ p = np.exp(scores - scores.max(-1, keepdims=True))
 node_case("test_aicf_attention_causal_head_mask", "Attention", q, [("k", k), ("v", v), ("m", heads)],
           dict(is_causal=1), opset=23,
           expected=((p / p.sum(-1, keepdims=True)) @ np.repeat(v, 2, axis=1)).astype(np.float32))
+# GroupNormalization: opset 18's scale and bias per group (3 groups of 2
+# channels), opset 21's per channel, over a 1-D input.
+gx = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
+gs, gb = rng.standard_normal((3,)).astype(np.float32), rng.standard_normal((3,)).astype(np.float32)
+grouped = gx.reshape(2, 3, -1).astype(np.float64)
+normal = (grouped - grouped.mean(-1, keepdims=True)) / np.sqrt(grouped.var(-1, keepdims=True) + 1e-3)
+node_case("test_aicf_group_normalization_18_per_group", "GroupNormalization", gx, [("s", gs), ("b", gb)],
+          dict(num_groups=3, epsilon=1e-3), opset=18, check=False,
+          expected=(normal * gs[None, :, None] + gb[None, :, None]).reshape(gx.shape).astype(np.float32))
+node_case("test_aicf_group_normalization_21_1d", "GroupNormalization",
+          rng.standard_normal((2, 6, 5)).astype(np.float32),
+          [("s", rng.standard_normal((6,)).astype(np.float32)), ("b", rng.standard_normal((6,)).astype(np.float32))],
+          dict(num_groups=2), opset=21)

@@ -23,6 +23,9 @@ Attention) rather than their decompositions, and their references:
   exporter's one transposed fold (`val_<n>`) by two MatMuls.
 - test/onnx/mha23.onnx: `nn.MultiheadAttention(kdim=8, vdim=8)`, whose
   separate q, k and v projection weights the exporter folds transposed.
+- test/onnx/groupnorm23.onnx: a CNN with `nn.GroupNorm`, which PyTorch
+  writes as GroupNormalization from opset 21 (at 18, as an
+  InstanceNormalization and the affine Mul and Add).
 - test/onnx/gemma23.onnx: Gemma's norm, `rms_norm(x) * (1 + weight)`,
   whose `1 + weight` the exporter's optimizer folds into an initializer
   (`add`): it trains in the weight's place, a fold the import names.
@@ -169,6 +172,20 @@ class Mha(nn.Module):
         return self.head(y.mean(1))
 
 
+class GroupNormCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 8, 3)
+        self.norm = nn.GroupNorm(4, 8)
+        nn.init.uniform_(self.norm.weight, 0.5, 1.5)
+        nn.init.uniform_(self.norm.bias, -0.5, 0.5)
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x):  # x: B x S x 8, read as 2 channels of 6 x 4
+        h = torch.relu(self.norm(self.conv(x.reshape(B, 2, S, 4))))
+        return self.head(h.mean((2, 3)))
+
+
 class Gemma(nn.Module):
     def __init__(self):
         super().__init__()
@@ -186,7 +203,7 @@ def main():
     g = torch.Generator().manual_seed(1)
     for name, model in [("llama23", Llama), ("masked23", Masked), ("decoder23", Decoder), ("encoder23", Encoder),
                         ("gemma23", Gemma), ("shared23", Shared), ("tied23", Tied),
-                        ("mha23", Mha)]:
+                        ("mha23", Mha), ("groupnorm23", GroupNormCnn)]:
         torch.manual_seed(0)
         x = torch.randn(B, S, 8, generator=g)
         labels = torch.randint(0, 5, (B,), generator=g)

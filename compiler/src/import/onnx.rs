@@ -75,6 +75,7 @@ pub const SUPPORTED: &[&str] = &[
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
+    "GroupNormalization",
     "GRU",
     "HardSigmoid",
     "HardSwish",
@@ -977,11 +978,9 @@ fn import_model_at(
         frozen.into_iter().partition(|(n, _)| exported_constants.contains(n));
     let (frozen_by_option, frozen): (Vec<_>, Vec<_>) = frozen.into_iter().partition(|(n, _)| user_frozen.contains(n));
     let mut shared_norms: Vec<(String, usize)> = Vec::new();
-    for norm in graph
-        .node
-        .iter()
-        .filter(|n| matches!(n.op_type(), "LayerNormalization" | "RMSNormalization" | "BatchNormalization"))
-    {
+    for norm in graph.node.iter().filter(|n| {
+        matches!(n.op_type(), "LayerNormalization" | "RMSNormalization" | "GroupNormalization" | "BatchNormalization")
+    }) {
         for name in norm.input.iter().skip(1).take(2).filter(|n| params.contains(*n)) {
             match shared_norms.iter_mut().find(|(n, _)| n == name) {
                 Some(entry) => entry.1 += 1,
@@ -1780,6 +1779,7 @@ fn choose_params(
                     | "ConvTranspose"
                     | "LayerNormalization"
                     | "RMSNormalization"
+                    | "GroupNormalization"
                     | "BatchNormalization"
                     | "InstanceNormalization" => {
                         matches!(k, 1 | 2)
@@ -2363,7 +2363,7 @@ fn arity(op: &str) -> (usize, usize) {
         "RMSNormalization" => (2, 2),
         "Attention" => (3, 7),
         "RotaryEmbedding" => (3, 4),
-        "InstanceNormalization" => (3, 3),
+        "InstanceNormalization" | "GroupNormalization" => (3, 3),
         "Resize" => (1, 4),
         "Max" | "Min" | "Concat" | "Einsum" => (1, usize::MAX),
         "Clip" | "Dropout" => (1, 3),
@@ -2411,6 +2411,7 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         | "largest"
         | "sorted"
         | "ignore_index"
+        | "num_groups"
         | "q_num_heads"
         | "kv_num_heads"
         | "is_causal"
@@ -5521,6 +5522,50 @@ impl Importer<'_> {
                     }
                 }
                 let (scale, bias) = (nn(scale.reshape(&per_channel))?, nn(bias.reshape(&per_channel))?);
+                one(nn(normal.mul(&scale).and_then(|y| y.add(&bias)))?)
+            }
+            // Each group of `C / num_groups` channels normalized over
+            // them and the spatial axes; then a scale and bias per channel
+            // (opset 21) or per group (opset 18), as PyTorch's GroupNorm
+            // at opset 21 and after.
+            "GroupNormalization" => {
+                let x = t(0)?;
+                if x.rank() < 2 {
+                    return Err(format!("the input is {}: [N, C, spatial...] (rank 2 at least)", x.spec()));
+                }
+                let eps = epsilon(node)?;
+                let shape: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+                let channels = x.shape()[1];
+                let groups = attr_i(node, "num_groups", 0);
+                if groups < 1 || channels % groups as usize != 0 {
+                    return Err(format!("num_groups {groups} does not divide the {channels} channels"));
+                }
+                let rest = x.shape()[1..].iter().product::<usize>() as i64 / groups;
+                let normal = nn(x
+                    .reshape(&[shape[0], groups, rest])
+                    .and_then(|grouped| grouped.layer_norm(None, None, 1, eps))
+                    .and_then(|y| y.reshape(&shape)))?;
+                let per = if self.opset >= 21 { channels } else { groups as usize };
+                let mut per_channel = vec![channels as i64];
+                per_channel.extend(std::iter::repeat_n(1, x.rank() - 2));
+                let affine = |k: usize, what: &str| -> R<Tensor> {
+                    let v = self.tensor(g, input(k)?, Some(DType::F32))?;
+                    if v.shape() != [per] {
+                        let of = if per == channels { "channel" } else { "group" };
+                        return Err(format!("{what} is {}, not one value per {of} ({per})", v.spec()));
+                    }
+                    // A group's value for each of its channels.
+                    let v = if per == channels {
+                        v
+                    } else {
+                        let each = channels / per;
+                        nn(v.reshape(&[groups, 1])
+                            .and_then(|v| v.broadcast_to(&[per, each]))
+                            .and_then(|v| v.reshape(&[channels as i64])))?
+                    };
+                    nn(v.reshape(&per_channel))
+                };
+                let (scale, bias) = (affine(1, "scale")?, affine(2, "bias")?);
                 one(nn(normal.mul(&scale).and_then(|y| y.add(&bias)))?)
             }
             "LayerNormalization" => {

@@ -1082,6 +1082,13 @@ fn separate_attention_projections_import_under_pytorchs_names() {
     one_sgd_step_matches_pytorch("mha23", &[]);
 }
 
+/// A CNN with `nn.GroupNorm` exported at opset 23, where PyTorch writes it
+/// as GroupNormalization (it was refused), trains as PyTorch's.
+#[test]
+fn a_group_norm_exported_at_opset_23_trains_as_pytorch() {
+    one_sgd_step_matches_pytorch("groupnorm23", &[]);
+}
+
 /// Sine and cosine of activations and of a position table computed from a
 /// Range (folded at import), and roundings (Round, Floor, Ceil: no
 /// gradient) beside the path that carries it.
