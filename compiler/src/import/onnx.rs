@@ -3046,6 +3046,8 @@ impl Importer<'_> {
             let seen = !(causal && j > i) && (left < 0 || i - j <= left) && (right < 0 || j - i <= right);
             if seen { 0.0 } else { f64::NEG_INFINITY }
         };
+        // Its values over `[lq, lk]`, within the size a constant folds to.
+        let fixed_bias = || -> R<Vec<f64>> { Ok((0..numel(&[lq, lk])?).map(fixed).collect()) };
         let plain = given(3).is_none() && softcap == 0.0 && !windowed && !(causal && past > 0) && !scores_out;
         let (y, scores) = if plain {
             (nn(Tensor::attention(&q, &k, &v, causal, Some(scale)))?, None)
@@ -3080,7 +3082,7 @@ impl Importer<'_> {
                                 (0..n).map(|idx| vals[broadcast_index(idx, &dims, &own)] + fixed(idx)).collect(),
                             )
                         }
-                        _ => (vec![lq, lk], (0..lq * lk).map(fixed).collect::<Vec<_>>()),
+                        _ => (vec![lq, lk], fixed_bias()?),
                     };
                     // (The scores output of mode 2 shows the bias as it is.)
                     let shown = vals.clone();
@@ -3126,7 +3128,7 @@ impl Importer<'_> {
                         m.clone()
                     };
                     let bias = if causal || windowed {
-                        let c = (0..lq * lk).map(fixed).collect::<Vec<_>>();
+                        let c = fixed_bias()?;
                         nn(g.constant(&c, &TensorSpec::new([lq, lk], DType::F32)).and_then(|c| bias.add(&c)))?
                     } else {
                         bias

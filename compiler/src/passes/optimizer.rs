@@ -38,6 +38,8 @@ pub enum Optimizer {
 impl Optimizer {
     /// Why these hyper-parameters (with gradient clipping at `clip_norm`)
     /// make no optimizer, if they do not: PyTorch's ranges.
+    /// (`aicf-train-pipeline`'s builder, `RustPasses.cpp`, checks the same
+    /// ranges before any of its passes runs: a change here is one there.)
     pub fn check(&self, clip_norm: Option<f64>) -> Result<(), String> {
         let within = |name: &str, v: f64, ok: bool, range: &str| {
             // (An infinite value was "not above 0".)
