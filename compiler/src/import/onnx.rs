@@ -360,6 +360,11 @@ pub struct Imported {
     /// Linear layers' biases the dynamo exporter dropped (zero when
     /// exported; its metadata names them), imported as zero parameters.
     pub restored: Vec<String>,
+    /// `(export's name, embedding's name)`: an embedding table the dynamo
+    /// exporter named by the output layer tied to it (`lm_head.weight`),
+    /// imported under the embedding's (`transformer.wte.weight`), as
+    /// `named_parameters()` and Hugging Face's checkpoints name it.
+    pub renamed_tables: Vec<(String, String)>,
     /// `(table, padding_idx)`: embeddings a dynamo export's metadata says
     /// PyTorch declared with a padding index (`aten.embedding(w, x, p)`),
     /// whose row PyTorch never updates. ONNX's Gather cannot say so: that
@@ -797,6 +802,10 @@ fn import_model_at(
     let (mut untied_nodes, untied) = super::onnx_fold::untie(graph, &mut inits);
     // And the zero biases it dropped, back.
     let restored = super::onnx_fold::restore_biases(&mut untied_nodes, &mut inits);
+    // And a tied embedding table under the embedding's name.
+    let mut value_info = graph.value_info.clone();
+    let renamed_tables =
+        super::onnx_fold::name_tables_by_embedding(graph, &mut untied_nodes, &mut value_info, &mut inits);
     // And the parameters it folded into their transposes, read as such.
     let retied = super::onnx_fold::retie_transposes(graph, &mut untied_nodes, &mut inits);
     let untied_graph = proto::GraphProto {
@@ -804,7 +813,7 @@ fn import_model_at(
         name: graph.name.clone(),
         input: graph.input.clone(),
         output: graph.output.clone(),
-        value_info: graph.value_info.clone(),
+        value_info,
         metadata_props: graph.metadata_props.clone(),
         ..Default::default()
     };
@@ -817,7 +826,7 @@ fn import_model_at(
         name: graph.name.clone(),
         input: graph.input.clone(),
         output: graph.output.clone(),
-        value_info: graph.value_info.clone(),
+        value_info: untied_graph.value_info.clone(),
         // (The exported program's signature: `exporter_constants`.)
         metadata_props: graph.metadata_props.clone(),
         ..Default::default()
@@ -1365,6 +1374,7 @@ fn import_model_at(
         shared_weights,
         untied,
         restored,
+        renamed_tables,
         padding_rows: padding_rows(graph),
         folded_norms: folded_norms(graph),
         fills,

@@ -30,7 +30,7 @@
 //! A fold applies only where the intermediate values have no other reader
 //! (nor are graph outputs) and the weight and bias no other use.
 
-use aicf_onnx::proto::{AttributeProto, GraphProto, NodeProto, attribute_proto::AttributeType};
+use aicf_onnx::proto::{AttributeProto, GraphProto, NodeProto, ValueInfoProto, attribute_proto::AttributeType};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -452,6 +452,79 @@ pub(super) fn retie_transposes(
     // output comes after.)
     nodes.splice(0..0, transposes);
     tied
+}
+
+/// Embedding tables the dynamo exporter named by the output layer tied to
+/// them: a model that ties its head to its embedding (`lm_head.weight =
+/// wte.weight`, Hugging Face's `tie_word_embeddings`) holds one tensor
+/// under two names, and the export calls it by the head's
+/// (`m.lm_head.weight`), where `named_parameters()`, the TorchScript
+/// export and Hugging Face's checkpoints call it by the embedding's
+/// (`m.transformer.wte.weight`, which `from_pretrained` reads: a
+/// checkpoint with only the head's name loads an untrained embedding). A
+/// Gather whose metadata places it in a module of an `Embedding` class
+/// (`pkg.torch.onnx.class_hierarchy`) reading a table not named
+/// `<module>.weight`, where that name is free, gets the table under it.
+/// Returns `(export's name, new name)` for each.
+pub(super) fn name_tables_by_embedding(
+    graph: &GraphProto,
+    nodes: &mut [NodeProto],
+    value_info: &mut [ValueInfoProto],
+    inits: &mut HashMap<String, aicf_onnx::Tensor>,
+) -> Vec<(String, String)> {
+    // (A subgraph may read a table by its name: none is renamed then.)
+    if nodes.iter().any(|n| n.attribute.iter().any(|a| a.g.is_some() || !a.graphs.is_empty())) {
+        return Vec::new();
+    }
+    // (The exporter's value_info lists each parameter: the table's entry
+    // is renamed with it; a value or another parameter under the new name
+    // keeps the table as it is.)
+    let declared = |name: &str| graph.input.iter().chain(&graph.output).any(|v| v.name() == name);
+    let listed = |name: &str| graph.value_info.iter().any(|v| v.name() == name);
+    let mut renamed: Vec<(String, String)> = Vec::new();
+    for i in 0..nodes.len() {
+        let node = &nodes[i];
+        if node.op_type() != "Gather" || !node.domain().is_empty() {
+            continue;
+        }
+        let Some(table) = node.input.first().filter(|t| inits.contains_key(*t)).cloned() else { continue };
+        // The last module of the chain is an embedding (`nn.Embedding`, or
+        // a subclass such as Gemma's scaled one, which keeps `weight`).
+        let Some(classes) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.class_hierarchy") else {
+            continue;
+        };
+        let Some(scopes) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.name_scopes") else {
+            continue;
+        };
+        let Some(module) = module_of(node) else { continue };
+        // The class list runs beside the scopes (`''` and the model's
+        // class first, the op last).
+        let Some(depth) = metadata_list(scopes.value()).iter().position(|m| *m == module) else { continue };
+        let Some(class) = metadata_list(classes.value()).get(depth).copied() else { continue };
+        if !class.ends_with("Embedding") || !table.ends_with("weight") {
+            continue;
+        }
+        let want = format!("{module}.weight");
+        if want == table || inits.contains_key(&want) || declared(&want) || declared(&table) || listed(&want) {
+            continue;
+        }
+        if nodes.iter().any(|n| n.output.iter().any(|o| *o == want)) {
+            continue;
+        }
+        let Some(mut t) = inits.remove(&table) else { continue };
+        t.name = want.clone();
+        inits.insert(want.clone(), t);
+        for n in nodes.iter_mut() {
+            for input in n.input.iter_mut().filter(|x| **x == table) {
+                *input = want.clone();
+            }
+        }
+        for v in value_info.iter_mut().filter(|v| v.name() == table) {
+            v.name = Some(want.clone());
+        }
+        renamed.push((table, want));
+    }
+    renamed
 }
 
 /// Biases the dynamo exporter dropped: a linear layer's bias that was zero
@@ -887,6 +960,17 @@ fn qualified(module: &str, inits: &HashMap<String, aicf_onnx::Tensor>) -> String
     }
 }
 
+/// A list the dynamo exporter writes in its metadata (`['', 'blocks.0',
+/// 'linear']`), its items.
+fn metadata_list(text: &str) -> Vec<&str> {
+    text.trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .map(|s| s.trim().trim_matches('\'').trim_matches('"'))
+        .collect()
+}
+
 /// The module a node belongs to: from the dynamo exporter's
 /// `pkg.torch.onnx.name_scopes` metadata (`['', 'blocks.0', 'blocks.0.attn',
 /// 'blocks.0.attn.qkv', 'linear']`: the last module path of the chain), or
@@ -896,14 +980,7 @@ pub(super) fn module_of(node: &NodeProto) -> Option<String> {
     let plain =
         |name: &str| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     if let Some(scopes) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.name_scopes") {
-        let list: Vec<&str> = scopes
-            .value()
-            .trim()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .split(',')
-            .map(|s| s.trim().trim_matches('\'').trim_matches('"'))
-            .collect();
+        let list = metadata_list(scopes.value());
         // Each module's path extends its parent's; the op's name does not.
         let mut module: Option<&str> = None;
         for pair in list.windows(2) {

@@ -225,8 +225,10 @@ fn assert_gradients(name: &str, io: &BTreeMap<String, Tensor>, imported: &onnx::
         .flat_map(|(_, t)| t.values.iter())
         .fold(0f64, |m, v| m.max(v.abs()));
     for (k, source) in imported.sources.iter().enumerate() {
+        // (The fixtures name a tied embedding table as the export does.)
+        let exported = imported.renamed_tables.iter().find(|(_, t)| t == source).map_or(source, |(e, _)| e);
         let mut reference = io
-            .get(&format!("{prefix}.{source}"))
+            .get(&format!("{prefix}.{exported}"))
             .unwrap_or_else(|| panic!("{name}: no {prefix} gradient of {source}"))
             .clone();
         // A linear layer's weight the exporter stored [in, out] is the
@@ -757,6 +759,29 @@ fn a_hugging_face_model_that_shifts_its_own_labels_takes_the_next_tokens() {
     // shifted, and its loss was another's).
     let tagger = check_graph_loss("tagger_skip_first");
     assert!(tagger.graph_loss.as_ref().unwrap().shifted.is_empty());
+}
+
+/// GPT-2 ties its head to its token embedding, one tensor under two names;
+/// the dynamo export names it by the head (`m.lm_head.weight`), where
+/// `named_parameters()`, the TorchScript export and Hugging Face's
+/// checkpoints use the embedding's (`m.transformer.wte.weight`; a
+/// checkpoint with the head's name alone gave `from_pretrained` an
+/// untrained embedding). The table imports under the embedding's name,
+/// read by the head too, one parameter; both exports name it alike.
+#[test]
+fn a_tied_embedding_table_imports_under_the_embeddings_name() {
+    let options = ImportOptions { batch: Some(4), ..Default::default() };
+    let dynamo = onnx::import(&fixture("hf_gpt2_labels_dynamo.onnx"), &options).unwrap();
+    let table = "m.transformer.wte.weight";
+    assert_eq!(dynamo.renamed_tables, [("m.lm_head.weight".to_string(), table.to_string())]);
+    assert!(dynamo.tied.iter().any(|(_, w)| w == table), "{:?}", dynamo.tied);
+    assert!(dynamo.sources.iter().any(|s| s == table) && !dynamo.sources.iter().any(|s| s.contains("lm_head")));
+    let torchscript = onnx::import(&fixture("hf_gpt2_labels.onnx"), &options).unwrap();
+    assert!(torchscript.renamed_tables.is_empty());
+    assert!(torchscript.sources.iter().any(|s| s == table), "{:?}", torchscript.sources);
+    // An untied table keeps its name (nanoGPT-style `tok`, its own head).
+    let untied = onnx::import(&fixture("lm_loss_dynamo.onnx"), &options).unwrap();
+    assert!(untied.renamed_tables.is_empty() && untied.sources.iter().any(|s| s == "tok.weight"));
 }
 
 /// A loss of several terms: a class-weighted, label-smoothed

@@ -2729,6 +2729,13 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    for (export, table) in &imported.renamed_tables {
+        eprintln!(
+            "note: embedding table '{export}' imports as '{table}': the model ties the two (one tensor), and the \
+             export named it by the output layer; PyTorch's named_parameters() and Hugging Face's checkpoints name \
+             it by the embedding (a state_dict lists both names: load the checkpoint's tensor under each)"
+        );
+    }
     if let Some(node) = &imported.softmax_output {
         eprintln!(
             "note: the model's output is a Softmax (node '{node}'): a cross-entropy takes logits, and on \
