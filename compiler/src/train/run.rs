@@ -9,7 +9,8 @@
 //! the rows, a smaller last batch running a variant compiled for its size;
 //! text: random windows), then evaluates the held-out examples, writes the
 //! metrics line, and with a checkpoint directory saves `last.safetensors`
-//! atomically. A resumed run continues bit for bit: parameters, optimizer
+//! atomically (and links the best epoch's as `best.safetensors`; early
+//! stopping ends the run some epochs after it). A resumed run continues bit for bit: parameters, optimizer
 //! state, step, epoch and the data order's RNG come from the checkpoint.
 
 use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, Trigger, param_count, step_flops};
@@ -202,6 +203,12 @@ pub struct RunOptions {
     /// matrix products, convolutions and attention, for the global batch):
     /// the epoch in progress ends there, is evaluated and recorded.
     pub flops_budget: Option<f64>,
+    /// End the run once this many epochs have passed without a lower
+    /// held-out loss than the best so far (early stopping's patience;
+    /// needs held-out examples). The best epoch's checkpoint is
+    /// `best.safetensors` in the checkpoint directory, kept with or
+    /// without this.
+    pub early_stop: Option<usize>,
 }
 
 impl Default for RunOptions {
@@ -224,6 +231,7 @@ impl Default for RunOptions {
             data_parallel: None,
             runs_db: None,
             flops_budget: None,
+            early_stop: None,
         }
     }
 }
@@ -280,6 +288,11 @@ pub struct Summary {
     pub decisions_log: Option<PathBuf>,
     pub params: usize,
     pub train_flops: f64,
+    /// The lowest held-out loss of the run (its checkpoint's run's too)
+    /// and its epoch: `best.safetensors` in the checkpoint directory.
+    pub best: Option<(f64, usize)>,
+    /// Whether `--early-stop` ended the run before its last epoch.
+    pub stopped_early: bool,
 }
 
 impl Summary {
@@ -301,6 +314,11 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
         && !(b.is_finite() && b > 0.0)
     {
         return bad(format!("the FLOPs budget {b} is not a finite positive number"));
+    }
+    if run.early_stop == Some(0) {
+        return bad(
+            "--early-stop 0: the patience is a count of epochs without a better held-out loss, 1 or more".into()
+        );
     }
     if let LrSchedule::Cosine { min_factor, .. } | LrSchedule::Wsd { min_factor, .. } = run.lr_schedule
         && !(0.0..=1.0).contains(&min_factor)
@@ -651,6 +669,10 @@ fn held_checkpoint(dir: &Path) -> Option<PathBuf> {
     let previous = dir.join(PREVIOUS);
     if previous.exists() {
         return Some(previous);
+    }
+    let best = dir.join(BEST);
+    if best.exists() {
+        return Some(best);
     }
     let mut versions: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
@@ -1386,6 +1408,15 @@ fn fit_run(
             dataset.description
         )));
     }
+    // Early stopping watches the held-out loss: without held-out examples
+    // it would never act, silently.
+    if held == 0 && run.early_stop.is_some() {
+        return Err(TrainError::Input(format!(
+            "{}: --early-stop watches the held-out loss, but the run holds no examples out (--val-split{})",
+            dataset.description,
+            if dataset.is_text() { ", --eval-windows" } else { "" }
+        )));
+    }
     // A held-out plateau needs held-out examples: without them the rule
     // would never act, silently.
     if held == 0
@@ -1644,8 +1675,23 @@ fn fit_run(
         other => other,
     });
     if let Ok(summary) = &result {
-        let remedy = |guess: f64| unconverged_remedy(run, summary.steps, &summary.records, guess, &remedy);
-        note_worse_than_guessing(&sig, &summary.records, &remedy, report);
+        // A run early stopping ended is judged by its best epoch, the
+        // model it kept.
+        let (judged, stopped) = match summary.best.filter(|_| summary.stopped_early) {
+            Some((_, at)) => {
+                let end = summary.records.iter().rposition(|r| r.epoch == at).map_or(summary.records.len(), |i| i + 1);
+                (&summary.records[..end], Some(at))
+            }
+            None => (&summary.records[..], None),
+        };
+        let remedy = |guess: f64| match stopped {
+            Some(at) => format!(
+                "--early-stop ended the run, its best held-out loss at epoch {at}: a lower learning rate, or more \
+                 data (or a larger patience, if the held-out loss was still falling now and then)"
+            ),
+            None => unconverged_remedy(run, summary.steps, &summary.records, guess, &remedy),
+        };
+        note_worse_than_guessing(&sig, judged, &remedy, report);
     }
     // A registry the run stopped writing to (a failed write) is not told
     // the run finished: its curve there has a gap.
@@ -2052,6 +2098,11 @@ fn nothing_to_train(
         decisions_log: None,
         params: records.last().map_or(0, |r| r.params),
         train_flops: records.last().map_or(0.0, |r| r.train_flops),
+        best: meta
+            .get(BEST_KEYS[0])
+            .and_then(|l| l.parse().ok())
+            .zip(meta.get(BEST_KEYS[1]).and_then(|e| e.parse().ok())),
+        stopped_early: false,
         metrics,
         records,
     }))
@@ -2116,6 +2167,9 @@ struct Loop<'a> {
     reference_loss: Option<f64>,
     /// The epoch of the last checkpoint written (or resumed from).
     saved_epoch: Option<usize>,
+    /// The lowest held-out loss so far and its epoch (of the checkpoint's
+    /// run too, on a resume): `best.safetensors`, early stopping's mark.
+    best: Option<(f64, usize)>,
     /// Whether the checkpoint directory's `last.safetensors` is known to
     /// read: this run wrote it or resumed from it. Only then does a save
     /// keep it as `prev.safetensors` (a damaged one, left by a resume from
@@ -2265,6 +2319,7 @@ impl<'a> Loop<'a> {
             reference_loss: None,
             saved_epoch: None,
             last_is_good: false,
+            best: None,
             carried_policy: None,
             replay_until: None,
             dir_lock: None,
@@ -2408,6 +2463,17 @@ impl<'a> Loop<'a> {
             }
         };
         self.reference_loss = meta.get("reference_loss").and_then(|v| v.parse().ok());
+        self.best = match (meta.get(BEST_KEYS[0]), meta.get(BEST_KEYS[1])) {
+            (None, None) => None,
+            (Some(loss), Some(at)) => Some((
+                loss.parse::<f64>()
+                    .ok()
+                    .filter(|l| l.is_finite())
+                    .ok_or_else(|| corrupt(format!("{} {loss:?} is not a loss", BEST_KEYS[0])))?,
+                at.parse::<usize>().map_err(|_| corrupt(format!("{} {at:?} is not an epoch", BEST_KEYS[1])))?,
+            )),
+            _ => return Err(corrupt(format!("{} without {} (or the other way)", BEST_KEYS[0], BEST_KEYS[1]))),
+        };
         if let Some(v) = meta.get(VERSION_KEY) {
             self.version = v.parse().map_err(|_| corrupt(format!("{VERSION_KEY} {v:?} is not a version")))?;
         }
@@ -2961,6 +3027,10 @@ impl<'a> Loop<'a> {
         if let Some(r) = self.reference_loss {
             meta.insert("reference_loss".into(), r.to_string());
         }
+        if let Some((loss, at)) = self.best {
+            meta.insert(BEST_KEYS[0].into(), loss.to_string());
+            meta.insert(BEST_KEYS[1].into(), at.to_string());
+        }
         if let Some(w) = self.within {
             let values = [w.rows.to_string(), w.rng.to_string(), w.loss_sum.to_string()];
             meta.extend(WITHIN_KEYS.iter().map(|k| k.to_string()).zip(values));
@@ -3437,6 +3507,7 @@ impl<'a> Loop<'a> {
         let mut resumed_within = self.within.take();
         let mut start_batch = resumed_within.map_or(0, |w| w.batch);
         let mut budget_spent = false;
+        let mut stopped_early = false;
         let mut last_lr = run.lr;
         // A Ctrl-C (or a first SIGTERM or SIGHUP: a scheduler's) stops the
         // loop at its next step, saying where the run stands. The ranks of
@@ -3449,6 +3520,28 @@ impl<'a> Loop<'a> {
         let mut stop_vote: Option<Box<dyn aicf_runtime::collective::PendingSum>> = None;
         let mut timed_before = aicf_runtime::registry::measuring_seconds();
         'epochs: while epoch <= run.epochs {
+            // Early stopping: `patience` epochs without a lower held-out
+            // loss than the best end the run (one resumed past it too).
+            if let (Some(patience), Some((loss, at))) = (run.early_stop, self.best)
+                && start_batch == 0
+                && epoch.saturating_sub(at + 1) >= patience
+            {
+                let kept = checkpoint
+                    .and_then(Path::parent)
+                    .map_or(String::new(), |d| format!(" (its checkpoint: {})", d.join(BEST).display()));
+                suspend(bar.as_ref(), || {
+                    report.note(&format!(
+                        "--early-stop {patience}: the held-out loss has not gone below epoch {at}'s {loss:.4}{kept} \
+                         in the {} epoch{} since; the run ends after epoch {} of {}",
+                        epoch - 1 - at,
+                        if epoch - 1 - at == 1 { "" } else { "s" },
+                        epoch - 1,
+                        run.epochs
+                    ))
+                });
+                stopped_early = true;
+                break;
+            }
             let epoch_started = Instant::now();
             let epoch_steps_before = self.adaptive.trainer().steps();
             let scale_before =
@@ -3679,6 +3772,11 @@ impl<'a> Loop<'a> {
                 record.grad_norm = Some(o.grad_norm);
                 record.layers = serde_json::to_value(&o.layers).ok();
             }
+            // (Finite where evaluated: checked above.)
+            let improved = evaluated && self.best.is_none_or(|(best, _)| val_loss < best);
+            if improved {
+                self.best = Some((val_loss, epoch));
+            }
             suspend(bar.as_ref(), || report.epoch(&record, run.epochs));
             // A registry that failed a write (a full disk) is left alone
             // for the rest of the run: a run with a gap in its curve is
@@ -3744,6 +3842,19 @@ impl<'a> Loop<'a> {
                     // it went between the check and the save.)
                     if let Some(note) = self.reclaim_directory(path)? {
                         suspend(bar.as_ref(), || report.note(&note));
+                    }
+                    // The best epoch's checkpoint: a link to it (no copy
+                    // where links work). Not kept is said; the run goes on.
+                    if improved && let Some(dir) = path.parent() {
+                        let best = dir.join(BEST);
+                        if let Err(e) = link_or_copy(path, &best, true) {
+                            suspend(bar.as_ref(), || {
+                                report.note(&format!(
+                                    "{}: epoch {epoch}'s checkpoint, the best so far, was not kept there: {e}",
+                                    best.display()
+                                ))
+                            });
+                        }
                     }
                 } else {
                     self.saved_epoch = Some(epoch);
@@ -3836,6 +3947,8 @@ impl<'a> Loop<'a> {
             decisions_log: run.adapt.as_ref().map(|_| run.out.join("decisions.jsonl")),
             params: param_count(trainer),
             train_flops: self.adaptive.flops,
+            best: self.best,
+            stopped_early,
             records: self.records,
         })
     }
@@ -4180,6 +4293,14 @@ fn non_finite_symbol(trainer: &Trainer) -> Option<String> {
 
 /// The checkpoint before a checkpoint directory's `last.safetensors`.
 pub const PREVIOUS: &str = "prev.safetensors";
+
+/// The checkpoint of the epoch with the lowest held-out loss so far, in a
+/// run's checkpoint directory (a link to that epoch's `last.safetensors`).
+pub const BEST: &str = "best.safetensors";
+
+/// Checkpoint metadata: the lowest held-out loss of the run so far and its
+/// epoch (what `best.safetensors` holds, and early stopping counts from).
+const BEST_KEYS: [&str; 2] = ["best_val_loss", "best_epoch"];
 
 /// Where `checkpoint` (a run's `last.safetensors`) does not read, the
 /// checkpoint before it, said as a way on: `prev.safetensors`, and its

@@ -1709,3 +1709,92 @@ fn a_batch_of_one_row_is_refused_where_the_loss_centres_over_the_batch() {
     run::fit(&model_one, &options, &[digits()], &run_one, &mut notes).unwrap();
     assert!(!notes.0.iter().any(|n| n.contains("normalizes over the batch")), "{:?}", notes.0);
 }
+
+/// Rows of 64 random features and a random label: nothing to learn, so
+/// the held-out loss rises once the model fits its training rows.
+fn noise_table(dir: &Path, rows: usize) -> PathBuf {
+    let path = dir.join("noise.csv");
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut text = String::new();
+    for _ in 0..rows {
+        for _ in 0..64 {
+            text.push_str(&format!("{:.3},", (next() % 1000) as f64 / 1000.0));
+        }
+        text.push_str(&format!("{}\n", next() % 10));
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `best.safetensors` holds the epoch of the lowest held-out loss, and
+/// `--early-stop N` ends the run N epochs after it; a resume of the
+/// stopped run trains nothing more, one with a larger patience goes on,
+/// and the best epoch's checkpoint scores its recorded held-out loss.
+#[test]
+fn the_best_epoch_is_kept_and_early_stopping_ends_the_run_after_its_patience() {
+    let dir = scratch("early-stop");
+    let data = noise_table(&dir, 400);
+    let options = Options { device: Device::Cpu { threads: 2 }, gemm: Some("generated".into()), ..Options::default() };
+    let run = |patience: usize, resume: bool| RunOptions {
+        epochs: 40,
+        lr: 1e-2,
+        out: dir.join("run"),
+        checkpoint_dir: Some(dir.join("ck")),
+        resume,
+        early_stop: Some(patience),
+        ..RunOptions::default()
+    };
+    let model = example("mlp/digits_mlp.mlir");
+    let first = run::fit(&model, &options, std::slice::from_ref(&data), &run(2, false), &mut Quiet).unwrap();
+    let records = &first.records;
+    let (loss, at) = first.best.unwrap();
+    let lowest = records.iter().map(|r| r.val_loss).fold(f64::INFINITY, f64::min);
+    assert_eq!(loss, lowest);
+    assert_eq!(records.iter().find(|r| r.val_loss == lowest).unwrap().epoch, at);
+    assert!(first.stopped_early && records.len() < 40, "{} epochs", records.len());
+    assert_eq!(records.last().unwrap().epoch, at + 2, "two epochs without a better loss end it");
+    let best = dir.join("ck").join(run::BEST);
+    let (_, meta) = aicf_runtime::checkpoint::load(&best).unwrap();
+    assert_eq!(meta["epoch"], at.to_string());
+    assert_eq!(meta["best_val_loss"], loss.to_string());
+    // The best checkpoint scores what its epoch recorded.
+    let scored = aicf_compiler::train::eval::evaluate_checkpoint(
+        &model,
+        &options,
+        std::slice::from_ref(&data),
+        Some(&best),
+        &dir.join("eval"),
+        None,
+        false,
+        &mut Quiet,
+    )
+    .unwrap();
+    assert!((scored.loss - loss).abs() <= 1e-6 * loss, "{} vs {loss}", scored.loss);
+    assert_eq!(scored.epoch.as_deref(), Some(at.to_string().as_str()));
+    // Resumed with the same patience: spent, nothing trains.
+    let again = run::fit(&model, &options, std::slice::from_ref(&data), &run(2, true), &mut Quiet).unwrap();
+    assert_eq!(again.steps, first.steps);
+    assert!(again.stopped_early);
+    // A larger patience goes on from there.
+    let longer = run::fit(&model, &options, std::slice::from_ref(&data), &run(5, true), &mut Quiet).unwrap();
+    assert!(longer.steps > first.steps);
+    let (_, at_longer) = longer.best.unwrap();
+    assert!(longer.records.last().unwrap().epoch == at_longer + 5 || longer.records.len() == 40);
+    let e = run::fit(&model, &options, std::slice::from_ref(&data), &run(0, false), &mut Quiet).err().unwrap();
+    assert!(e.to_string().contains("--early-stop 0"), "{e}");
+    // A run that holds nothing out cannot stop early.
+    let none = RunOptions {
+        data: DataOptions { val_split: 0.0, ..DataOptions::default() },
+        checkpoint_dir: None,
+        out: dir.join("run-none"),
+        ..run(2, false)
+    };
+    let e = run::fit(&model, &options, &[data], &none, &mut Quiet).err().unwrap().to_string();
+    assert!(e.contains("--early-stop watches the held-out loss"), "{e}");
+}

@@ -397,7 +397,9 @@ enum Command {
         /// Run directory: metrics.jsonl, plot.svg and the compiled artifacts.
         #[arg(long, default_value = "target/aicf-run")]
         out: PathBuf,
-        /// Save `last.safetensors` here after every epoch (atomically).
+        /// Save `last.safetensors` here after every epoch (atomically), and
+        /// keep the epoch with the lowest held-out loss as
+        /// `best.safetensors`.
         #[arg(long)]
         checkpoint_dir: Option<PathBuf>,
         /// Continue from `<checkpoint-dir>/last.safetensors` (written on any
@@ -484,6 +486,12 @@ enum Command {
         /// progress ends there and is evaluated); --epochs still bounds it.
         #[arg(long, allow_negative_numbers = true)]
         flops_budget: Option<f64>,
+        /// End the run after this many epochs without a lower held-out loss
+        /// than its best (early stopping's patience; needs held-out
+        /// examples). The best epoch's checkpoint is
+        /// `<checkpoint-dir>/best.safetensors`, kept with or without this.
+        #[arg(long, value_name = "EPOCHS")]
+        early_stop: Option<usize>,
     },
     /// The run registry: every `aicf train` run, its model's structure, its
     /// problem, its held-out loss against FLOPs, its decisions.
@@ -980,6 +988,7 @@ fn main() {
             runs_db,
             no_runs_db,
             flops_budget,
+            early_stop,
         } => {
             if let Err(e) = no_loss_to_train(&compile) {
                 eprintln!("aicf: error: {e}");
@@ -1259,6 +1268,7 @@ fn main() {
                 data_parallel: None,
                 runs_db,
                 flops_budget,
+                early_stop,
             };
             train(&compile, &device, &data, run, gemm)
         }
@@ -3638,6 +3648,20 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     if let Some(r) = last.filter(|r| r.unit != "nats" && !r.unit.is_empty() && !printer.nothing_held) {
         let best = summary.records.iter().map(|r| r.val_loss).fold(f64::INFINITY, f64::min);
         println!("final held-out loss {:.4} {} (best {best:.4})", r.val_loss, r.unit);
+    }
+    // The best epoch's checkpoint, where it is not the last one.
+    if let (Some((loss, at)), Some(dir)) = (summary.best, &run.checkpoint_dir)
+        && at != epochs
+        && dir.join(run::BEST).is_file()
+    {
+        let unit = last.map_or("", |r| r.unit.as_str());
+        let accuracy = summary
+            .records
+            .iter()
+            .rfind(|r| r.epoch == at)
+            .filter(|r| r.val_accuracy.is_finite())
+            .map_or(String::new(), |r| format!(", accuracy {}", percent(r.val_accuracy)));
+        println!("best held-out loss {loss:.4} {unit} at epoch {at}{accuracy}: {}", dir.join(run::BEST).display());
     }
     if let Some(log) = &summary.decisions_log {
         println!(
