@@ -407,8 +407,9 @@ pub struct Imported {
     /// importer guessed from names and uses.
     pub dynamo_records_lost: bool,
     /// The first output's node where it is a `Softmax` and the loss a
-    /// cross-entropy, which takes logits: it would train on probabilities
-    /// (the loss stalled where PyTorch's on the logits learns).
+    /// cross-entropy, which takes logits: `@loss` takes the Softmax's
+    /// input (on the probabilities, the loss stalled where PyTorch's on
+    /// the logits learns).
     pub softmax_output: Option<String>,
 }
 
@@ -1110,9 +1111,11 @@ fn import_model_at(
         padding: padding_rows(graph).into_iter().collect(),
         bound_batch: if symbolic { options.batch } else { None },
         batch_sizes: HashMap::new(),
+        softmax_logits: None,
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
+    let mut dead_softmax = false;
     if let (Some(at), Some(gl)) = (loss_at, &graph_loss) {
         if !gl.predictions.is_empty() {
             let outputs: Vec<usize> = (0..graph.output.len())
@@ -1207,11 +1210,21 @@ fn import_model_at(
             let mse = loss == Loss::Mse;
             let traced = b.function("loss", Mode::Train, &loss_inputs, |xs| {
                 let (x, target) = xs.split_at(xs.len() - 1);
+                importer.softmax_logits = None;
                 let outs = importer.trace_of(x, &all_names, &every).map_err(|e| {
                     error = Some(e);
                     nn::NnError::Internal("import failed".into())
                 })?;
-                let y = &outs[0];
+                // A model that returns probabilities (a final Softmax) is
+                // trained on the cross-entropy of the logits before it:
+                // -log p, as Keras's sparse_categorical_crossentropy of
+                // probabilities and PyTorch's NLLLoss of their log. (Of
+                // the probabilities themselves, taken as logits, the loss
+                // stalled.)
+                let logits = importer.softmax_logits.take().filter(|_| !mse);
+                // (The Softmax left unread, removed below.)
+                dead_softmax = logits.is_some();
+                let y = logits.as_ref().unwrap_or(&outs[0]);
                 Ok(vec![if mse {
                     y.mse_loss(&target[0], Reduction::Mean)?
                 } else {
@@ -1227,14 +1240,15 @@ fn import_model_at(
     let mut module = b.finish().map_err(|e| fail(format!("the imported module: {e}")))?;
     // Linear layers of flattened rows, unflattened (`onnx_fold`).
     {
+        let canonicalize = importer.shape_placeholders || dead_softmax;
         let ctx = crate::CompilerContext::new();
         let parsed = ctx.parse(&module.text, name).map_err(|e| fail(format!("the imported module: {e}")))?;
         let mut parsed = parsed;
-        if importer.shape_placeholders {
+        if canonicalize {
             crate::run_pipeline(&ctx, &mut parsed, "builtin.module(func.func(canonicalize))")
                 .map_err(|e| fail(format!("the imported module: {e}")))?;
         }
-        if super::onnx_fold::fold_reshaped_linears(parsed.as_operation().to_raw()) > 0 || importer.shape_placeholders {
+        if super::onnx_fold::fold_reshaped_linears(parsed.as_operation().to_raw()) > 0 || canonicalize {
             module.text = crate::pipeline::canonical_text(&parsed);
         }
     }
@@ -2354,6 +2368,10 @@ struct Importer<'a> {
     /// tensor's rows, so that a smaller batch (`--batch`, an epoch's last)
     /// divides by its own size, not the bound one.
     batch_sizes: HashMap<String, (Tensor, bool)>,
+    /// The input of a `Softmax` over the last axis whose output is the
+    /// graph's first output (a Keras classifier's probabilities): the
+    /// logits a cross-entropy loss takes.
+    softmax_logits: Option<Tensor>,
 }
 
 /// How many inputs an op takes, least and most (over the opsets the
@@ -5108,6 +5126,12 @@ impl Importer<'_> {
                     return Err(format!(
                         "before opset 13, {op} over axis {axis} flattens the trailing dimensions; only the last axis is supported"
                     ));
+                }
+                if op == "Softmax"
+                    && axis + 1 == x.rank()
+                    && node.output.first().is_some_and(|o| self.graph.output.first().is_some_and(|g| g.name() == o))
+                {
+                    self.softmax_logits = Some(x.clone());
                 }
                 one(nn(if op == "Softmax" { x.softmax(axis as i64) } else { x.log_softmax(axis as i64) })?)
             }

@@ -1810,19 +1810,33 @@ fn a_dynamo_exports_buffers_and_folded_constants_are_not_trained() {
     assert_eq!(params, Vec::<String>::new());
 }
 
-/// A model whose output is a Softmax, imported to train by a cross-entropy
-/// (which takes logits), is named so; with --loss mse, or another last op,
-/// nothing is said.
+/// A model whose output is a Softmax (a Keras classifier's probabilities),
+/// imported to train by a cross-entropy, trains on the cross-entropy of the
+/// logits before it (-log p, Keras's sparse_categorical_crossentropy; of
+/// the probabilities taken as logits, it stalled), and is named so;
+/// @forward returns the probabilities, read as such. With --loss mse, or
+/// another last op, nothing changes.
 #[test]
-fn a_softmax_output_trained_by_cross_entropy_is_named() {
+fn a_softmax_output_trains_by_the_cross_entropy_of_its_logits() {
     let import = |op: &str, loss: Loss| {
         let model = one_node_model("probs", op, (&[2, 4], &[2, 4]), vec![], vec![], 17);
         let options = ImportOptions { batch: None, loss, ..Default::default() };
-        onnx::import_model(&model, "probs.onnx", std::path::Path::new("."), &options).unwrap().softmax_output
+        onnx::import_model(&model, "probs.onnx", std::path::Path::new("."), &options).unwrap()
     };
-    assert_eq!(import("Softmax", Loss::CrossEntropy).as_deref(), Some("probs"));
-    assert_eq!(import("Softmax", Loss::Mse), None);
-    assert_eq!(import("Relu", Loss::CrossEntropy), None);
+    let probs = import("Softmax", Loss::CrossEntropy);
+    assert_eq!(probs.softmax_output.as_deref(), Some("probs"));
+    let loss = probs.module.text.split("func.func @loss").nth(1).unwrap();
+    assert!(loss.contains("hl.cross_entropy %arg0") && !loss.contains("hl.softmax"), "{}", probs.module.text);
+    let forward = probs.module.text.split("func.func @loss").next().unwrap();
+    assert!(forward.contains("hl.softmax"), "{}", probs.module.text);
+    let sig = aicf_compiler::train::data::Signature::of_source(&probs.module.text, "probs").unwrap();
+    assert_eq!(sig.scores, aicf_compiler::train::data::Scores::Probabilities);
+    // A LogSoftmax's cross-entropy is the logits' already: kept.
+    let log = import("LogSoftmax", Loss::CrossEntropy);
+    assert!(log.softmax_output.is_none() && log.module.text.contains("hl.log_softmax"));
+    assert_eq!(import("Softmax", Loss::Mse).softmax_output, None);
+    assert!(import("Softmax", Loss::Mse).module.text.split("func.func @loss").nth(1).unwrap().contains("hl.softmax"));
+    assert_eq!(import("Relu", Loss::CrossEntropy).softmax_output, None);
 }
 
 /// An embedding a dynamo export declares with `padding_idx` (its metadata's

@@ -2748,8 +2748,9 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
     }
     if let Some(node) = &imported.softmax_output {
         eprintln!(
-            "note: the model's output is a Softmax (node '{node}'): a cross-entropy takes logits, and on \
-             probabilities it learns little; export the model without its final softmax (its logits) to train it"
+            "note: the model's output is a Softmax (node '{node}'): @loss is the cross-entropy of its input, the \
+             logits (-log p, as Keras's sparse_categorical_crossentropy of probabilities); @forward returns the \
+             probabilities"
         );
     }
     for (table, row) in &imported.padding_rows {
