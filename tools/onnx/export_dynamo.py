@@ -47,9 +47,11 @@ class Folded(nn.Module):
         return self.head(o[:, 0]) * self.t
 
 
-def write(model, x, labels, name, opset, out):
+def write(model, x, labels, name, opset, out, output_after=False):
     """Exports `model` at a static batch (`x`) with the dynamo exporter to
-    `<out>/<name>.onnx`, and its reference `<name>.io.safetensors`."""
+    `<out>/<name>.onnx`, and its reference `<name>.io.safetensors`; with
+    `output_after`, its output after the SGD step too (`torch.output_after`:
+    for parameters the export holds in another layout, an RNN's gates)."""
     path = os.path.join(out, f"{name}.onnx")
     torch.onnx.export(model, (x,), path, input_names=["input0"], output_names=["output0"], opset_version=opset,
                       dynamo=True)
@@ -70,6 +72,9 @@ def write(model, x, labels, name, opset, out):
         "torch.loss": np.array(loss.item(), dtype=np.float32),
     }
     arrays.update({f"after.{n}": p.detach().numpy().astype(np.float32) for n, p in model.named_parameters()})
+    if output_after:
+        with torch.no_grad():
+            arrays["torch.output_after"] = model(x).numpy().astype(np.float32)
     save_file(arrays, os.path.join(out, f"{name}.io.safetensors"))
     print(f"{path}: {os.path.getsize(path)} bytes; initializers {[t.name for t in m.graph.initializer]}")
 

@@ -11,6 +11,10 @@ unlike PyTorch, and their references:
   `F.linear(z, enc.weight.t())` (a tied autoencoder's decoder), which the
   exporter folds into an initializer of its own (`t`): it trained apart
   from `enc.weight`.
+- test/onnx/lstm_dynamo17.onnx: a bidirectional LSTM classifier exported at
+  opset 17: its weights, reordered into ONNX's gates, are `val_<n>` folded
+  from `weight_ih_l0` and the others, which once stayed constant (only the
+  head trained). Its reference holds the output after the step too.
 
 Each reference holds the input, labels, onnxruntime's output, PyTorch's
 loss, and every parameter after one SGD step (lr 0.1) of the
@@ -56,6 +60,17 @@ class Tied(nn.Module):
         return self.head(F.linear(z, self.enc.weight.t(), self.dec_bias))
 
 
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 6, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(12, 5)
+
+    def forward(self, x):  # x: B x 6 x 8
+        y, _ = self.rnn(x)
+        return self.head(y[:, -1])
+
+
 def main():
     out = sys.argv[1]
     torch.manual_seed(0)
@@ -67,6 +82,10 @@ def main():
     x = torch.randn(4, 12, generator=g)
     labels = torch.randint(0, 5, (4,), generator=g)
     write(Tied(), x, labels, "tied_dynamo", 18, out)
+    torch.manual_seed(0)
+    x = torch.randn(4, 6, 8, generator=g)
+    labels = torch.randint(0, 5, (4,), generator=g)
+    write(Recurrent(), x, labels, "lstm_dynamo17", 17, out, output_after=True)
 
 
 if __name__ == "__main__":

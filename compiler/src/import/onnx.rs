@@ -2073,12 +2073,18 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
     // Where the export lost its records (converted below opset 18), a source
     // under a module's parameter name (`pos.weight`, `attn.in_proj_bias`)
     // is taken for the parameter it is named as: a learned position table
-    // folded with its `arange` was kept constant.
+    // folded with its `arange` was kept constant. (And an RNN's
+    // `weight_ih_l0`, `bias_hh_l1_reverse`: an LSTM's gates, reordered
+    // into ONNX's, were kept constant, and only the head trained.)
     let lost = dynamo_records_lost(graph);
     let parameter_named = |source: &str| {
         let last = source.rsplit('.').next().unwrap_or(source);
         source.contains('.')
-            && (matches!(last, "weight" | "bias") || last.ends_with("_weight") || last.ends_with("_bias"))
+            && (matches!(last, "weight" | "bias")
+                || last.ends_with("_weight")
+                || last.ends_with("_bias")
+                || last.starts_with("weight_")
+                || last.starts_with("bias_"))
     };
     let by_records =
         |source: &str| declared_params.contains(source) || names(&fx_text, &format!("%p_{}", fx_path(source)));
@@ -2142,7 +2148,9 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
                         Some((base, n)) if n.bytes().all(|b| b.is_ascii_digit()) => base,
                         _ => s,
                     })
-                    .filter(|base| *base != "val" && !MOVING_FX_OPS.contains(base))
+                    // (Values made of nothing beside it, an RNN's zero
+                    // state or bias half, compute nothing of it.)
+                    .filter(|base| *base != "val" && !MOVING_FX_OPS.contains(base) && !FILLING_FX_OPS.contains(base))
                     .map(str::to_string)
                     .collect::<std::collections::BTreeSet<_>>()
                     .into_iter()
@@ -2159,6 +2167,10 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
     constants.retain(|c| !parameters.contains(c));
     ExporterRecord { constants, declared, folded_from_parameter, computed }
 }
+
+/// The exported program's ops that make a tensor of one value.
+const FILLING_FX_OPS: &[&str] =
+    &["zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "empty"];
 
 /// The exported program's ops (fx node names, less their `_<n>`) that move
 /// values and compute none: a fold of a parameter through these alone is

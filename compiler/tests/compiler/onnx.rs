@@ -1027,6 +1027,34 @@ fn a_dynamo_export_converted_to_opset_17_trains_its_parameters_alone() {
     one_sgd_step_matches_pytorch("dynamo_opset17", &[("embedding", "pos.weight")]);
 }
 
+/// A bidirectional LSTM exported by dynamo at opset 17 (its records of
+/// parameters lost in the conversion): its weights, reordered into ONNX's
+/// gate order and folded to `val_<n>` from `weight_ih_l0` and the others,
+/// train (they stayed constant, and only the head trained: 42% on digits
+/// where the opset-18 export reached 95%), and after one SGD step the
+/// model's output is PyTorch's.
+#[test]
+fn a_dynamo_lstm_converted_to_opset_17_trains_its_gates() {
+    let name = "lstm_dynamo17";
+    let imported = onnx::import(&fixture(&format!("{name}.onnx")), &ImportOptions::default()).unwrap();
+    assert!(imported.dynamo_records_lost);
+    let io = io(name);
+    // The LSTM's W, R and B of both directions, and the head's two.
+    let trained: usize = imported.sources.len();
+    assert_eq!(trained, 5, "{:?}", imported.sources);
+    // (The zero initial state, [2 directions, 4 rows, 6], stays one.)
+    assert_eq!(imported.exported_constants.iter().map(|c| c.1).collect::<Vec<_>>(), [48]);
+    let dir = scratch(format!("onnx-{name}"));
+    let mut t = sgd_trainer(&imported, &dir, name);
+    let (x, labels) = (&io["input0"], &io["labels"]);
+    let loss = t.step(&[x, labels], 0.1).unwrap().loss;
+    let want = io["torch.loss"].values[0];
+    assert!((loss - want).abs() <= 1e-5 * want.abs(), "loss {loss} vs PyTorch's {want}");
+    let after = t.predict(&[x]).unwrap();
+    let e = relative(&after[0].values, &io["torch.output_after"].values);
+    assert!(e <= 1e-5, "the output after a step differs from PyTorch's by {e:.2e} (relative)");
+}
+
 /// A layer reading a weight transposed (`F.linear(z, enc.weight.t(),
 /// dec_bias)`, a tied autoencoder's decoder), which the dynamo exporter
 /// folds into an initializer of its own, trains tied to the weight (it
