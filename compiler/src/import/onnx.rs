@@ -365,6 +365,10 @@ pub struct Imported {
     /// imported under the embedding's (`transformer.wte.weight`), as
     /// `named_parameters()` and Hugging Face's checkpoints name it.
     pub renamed_tables: Vec<(String, String)>,
+    /// `(copy, initializer)`: values tf2onnx merged (a fresh Keras model's
+    /// norms' ones and zeros, read by layers of several scopes), imported
+    /// apart, one per layer.
+    pub untied_tf2onnx: Vec<(String, String)>,
     /// `(table, padding_idx)`: embeddings a dynamo export's metadata says
     /// PyTorch declared with a padding index (`aten.embedding(w, x, p)`),
     /// whose row PyTorch never updates. ONNX's Gather cannot say so: that
@@ -411,6 +415,53 @@ pub struct Imported {
     /// input (on the probabilities, the loss stalled where PyTorch's on
     /// the logits learns).
     pub softmax_output: Option<String>,
+    /// What tf2onnx's optimizer folded away of a Keras model, where it
+    /// wrote the model: its layers that read no bias (a bias of zeros,
+    /// a fresh model's, is dropped), and its convolutions a batch norm was
+    /// folded into (an inference-mode export).
+    pub tf2onnx_folds: Option<Tf2OnnxFolds>,
+}
+
+/// See [`Imported::tf2onnx_folds`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tf2OnnxFolds {
+    /// MatMul, Gemm and Conv nodes (by name) whose output no Add of an
+    /// initializer reads and that take no bias input.
+    pub biasless: Vec<String>,
+    /// Conv and MatMul nodes named as a batch norm's (`.../batchnorm/...`):
+    /// a norm folded into the layer's weight.
+    pub norms_folded: Vec<String>,
+}
+
+/// [`Tf2OnnxFolds`] of a tf2onnx export's `graph` (`None` where nothing was
+/// folded away).
+fn tf2onnx_folds(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> Option<Tf2OnnxFolds> {
+    let mut folds = Tf2OnnxFolds::default();
+    for n in &graph.node {
+        let layer = matches!(n.op_type(), "MatMul" | "Gemm" | "Conv" | "ConvTranspose");
+        // (A weight of the model's: an initializer, of two axes or more.)
+        if !layer || !n.input.get(1).and_then(|w| inits.get(w)).is_some_and(|t| t.dims.len() >= 2) {
+            continue;
+        }
+        let name =
+            if n.name().is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name().to_string() };
+        if name.contains("/batchnorm/") {
+            folds.norms_folded.push(name);
+            continue;
+        }
+        let has_bias = n.input.get(2).is_some_and(|b| !b.is_empty());
+        let biased = n.output.first().is_some_and(|out| {
+            graph.node.iter().any(|r| {
+                r.op_type() == "Add"
+                    && r.input.iter().any(|i| i == out)
+                    && r.input.iter().any(|i| inits.contains_key(i))
+            })
+        });
+        if !has_bias && !biased {
+            folds.biasless.push(name);
+        }
+    }
+    (!folds.biasless.is_empty() || !folds.norms_folded.is_empty()).then_some(folds)
 }
 
 /// How an imported graph's own loss is trained: `@loss` returns the
@@ -769,6 +820,8 @@ fn import_model_at(
         ..Default::default()
     };
     let graph = &live_graph;
+    // (Before any fold of AICF's own.)
+    let tf2onnx_folds = (model.producer_name() == "tf2onnx").then(|| tf2onnx_folds(graph, &inits)).flatten();
     // Inputs no node reads: the dynamo exporter wires a tensor passed twice
     // (`model(ids, labels=ids)`) to one of its inputs, and the other is
     // read by nothing.
@@ -803,6 +856,12 @@ fn import_model_at(
     let (mut untied_nodes, untied) = super::onnx_fold::untie(graph, &mut inits);
     // And the zero biases it dropped, back.
     let restored = super::onnx_fold::restore_biases(&mut untied_nodes, &mut inits);
+    // And what tf2onnx merged of a fresh Keras model's norms, apart.
+    let untied_tf2onnx = if model.producer_name() == "tf2onnx" {
+        super::onnx_fold::untie_tf2onnx(&mut untied_nodes, &mut inits)
+    } else {
+        Vec::new()
+    };
     // And a tied embedding table under the embedding's name.
     let mut value_info = graph.value_info.clone();
     let renamed_tables =
@@ -1389,6 +1448,7 @@ fn import_model_at(
         untied,
         restored,
         renamed_tables,
+        untied_tf2onnx,
         padding_rows: padding_rows(graph),
         folded_norms: folded_norms(graph),
         fills,
@@ -1405,6 +1465,7 @@ fn import_model_at(
         unread_inputs,
         dynamo,
         dynamo_records_lost: dynamo_records_lost(graph),
+        tf2onnx_folds,
         softmax_output: (loss == Loss::CrossEntropy)
             .then(|| graph.output.first().map(|o| o.name()))
             .flatten()
@@ -1757,6 +1818,7 @@ fn choose_params(
     fn weight_use(
         consumers: &HashMap<&str, Vec<(&proto::NodeProto, usize)>>,
         generated: &HashSet<String>,
+        one_output: &HashSet<String>,
         name: &str,
         (elements, arithmetic, gather): (usize, bool, bool),
         depth: usize,
@@ -1777,6 +1839,9 @@ fn choose_params(
                 _ => false,
             }
         }
+        // Whether `node` (an Add) adds to the output of a MatMul or Gemm
+        // of one output feature (`one_output`).
+        let one_output_layer = |node: &proto::NodeProto| node.input.iter().any(|i| one_output.contains(i));
         // Whether `node` (a Mul or Add) reads an InstanceNormalization's
         // output: the exporter's affine step of a GroupNorm.
         let after_instance_norm =
@@ -1820,8 +1885,12 @@ fn choose_params(
                     "RNN" | "GRU" => matches!(k, 1..=3),
                     "LSTM" => matches!(k, 1..=3 | 7),
                     // A bias or scale added to an activation, or a token
-                    // joined to them: more than one element.
-                    "Add" | "Sub" | "Mul" | "Concat" => arithmetic && elements >= 2,
+                    // joined to them: more than one element; or the one
+                    // bias of a layer of one output (a Keras regression's
+                    // `Dense(1)`, which stayed a constant).
+                    "Add" | "Sub" | "Mul" | "Concat" => {
+                        arithmetic && (elements >= 2 || (node.op_type() == "Add" && one_output_layer(node)))
+                    }
                     _ => false,
                 };
                 // Ops that move a weight's values, or compute the weight
@@ -1857,7 +1926,7 @@ fn choose_params(
                     || (moves
                         && depth > 0
                         && node.output.first().is_some_and(|o| {
-                            weight_use(consumers, generated, o, (elements, arithmetic, gather), depth - 1)
+                            weight_use(consumers, generated, one_output, o, (elements, arithmetic, gather), depth - 1)
                         }))
             })
         })
@@ -1868,6 +1937,22 @@ fn choose_params(
     // folded from a parameter (a fresh GroupNorm's weight, reshaped to
     // [C, 1, 1] and folded to a `val_<n>` of ones, is the module's: its
     // optimizer records what it folded).
+    // The outputs of MatMuls and Gemms whose weight, an initializer, has
+    // one output feature: the layer's bias has one value.
+    let one_output: HashSet<String> = nodes_within(graph)
+        .into_iter()
+        .filter(|p| {
+            let trans_b = p.attribute.iter().any(|a| a.name() == "transB" && a.i() != 0);
+            let weight_dims = p.input.get(1).and_then(|w| inits.get(w.as_str())).map(|t| t.dims.clone());
+            match (p.op_type(), weight_dims.as_deref()) {
+                ("MatMul", Some([_, 1])) => true,
+                ("Gemm", Some([1, _])) => trans_b,
+                ("Gemm", Some([_, 1])) => !trans_b,
+                _ => false,
+            }
+        })
+        .filter_map(|p| p.output.first().cloned())
+        .collect();
     let dynamo = dynamo_export(graph);
     let generated: HashSet<String> = inits
         .iter()
@@ -1905,7 +1990,7 @@ fn choose_params(
         .filter(|(name, t)| t.is_float() && (!t.dims.is_empty() || named_scalar(name, t)) && !is_mask(t))
         .filter(|(name, t)| {
             let elements = if named_scalar(name, t) { 2 } else { t.elements() };
-            weight_use(&consumers, &generated, name, (elements, true, true), 8)
+            weight_use(&consumers, &generated, &one_output, name, (elements, true, true), 8)
         })
         .map(|(name, _)| name.clone())
         .collect();
@@ -1915,7 +2000,7 @@ fn choose_params(
         .filter(|name| {
             inits.get(name.as_str()).is_some_and(|t| {
                 named_scalar(name, t)
-                    && (t.dims.is_empty() || !weight_use(&consumers, &generated, name, (1, true, true), 8))
+                    && (t.dims.is_empty() || !weight_use(&consumers, &generated, &one_output, name, (1, true, true), 8))
             })
         })
         .cloned()
@@ -1933,7 +2018,7 @@ fn choose_params(
                 && !dynamo
                 && state_dict_name(name)
                 && t.elements() >= 2
-                && !weight_use(&consumers, &generated, name, (2, false, t.dims.len() != 1), 8)
+                && !weight_use(&consumers, &generated, &one_output, name, (2, false, t.dims.len() != 1), 8)
         })
         .cloned()
         .collect();

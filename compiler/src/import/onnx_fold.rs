@@ -454,6 +454,67 @@ pub(super) fn retie_transposes(
     tied
 }
 
+/// Values tf2onnx merged: its optimizer keeps one initializer of equal
+/// constants, so a fresh Keras model's norms (each LayerNormalization's
+/// gamma of ones, beta of zeros) read one tensor, and trained tied (each
+/// update the sum of all the layers' gradients). An initializer of two or
+/// more values, all ones or all zeros, read by nodes of several scopes
+/// (`lm_1/ln1_1/mul`, `lm_1/ln2_1/mul`) gets a copy for each scope past the
+/// one it is named in, named as the initializer in that scope
+/// (`lm_1/ln1_1/Reshape:0`). (A Keras layer shared by two calls with such
+/// values, a fresh shared norm, is untied too; the note says which.)
+/// Returns `(copy, original)` for each copy.
+pub(super) fn untie_tf2onnx(
+    nodes: &mut [NodeProto],
+    inits: &mut HashMap<String, aicf_onnx::Tensor>,
+) -> Vec<(String, String)> {
+    let scope = |name: &str| name.rsplit_once('/').map(|(s, _)| s.to_string());
+    let mut candidates: Vec<String> = inits
+        .iter()
+        .filter(|(_, t)| {
+            let values = t.data.to_f64();
+            t.is_float() && values.len() >= 2 && (values.iter().all(|&v| v == 1.0) || values.iter().all(|&v| v == 0.0))
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
+    candidates.sort();
+    let mut copies = Vec::new();
+    for init in candidates {
+        let own = scope(&init);
+        let tail = init.rsplit('/').next().unwrap_or(&init).to_string();
+        let mut scopes: Vec<String> = Vec::new();
+        for n in nodes.iter() {
+            if n.input.iter().any(|i| *i == init)
+                && let Some(s) = scope(n.name())
+                && !scopes.contains(&s)
+            {
+                scopes.push(s);
+            }
+        }
+        if scopes.len() < 2 {
+            continue;
+        }
+        // The initializer stays with the scope it is named in (else the
+        // first reader's); each other scope reads a copy.
+        let keep = own.filter(|o| scopes.contains(o)).unwrap_or_else(|| scopes[0].clone());
+        for s in scopes.iter().filter(|s| **s != keep) {
+            let name = format!("{s}/{tail}");
+            if inits.contains_key(&name) || nodes.iter().any(|n| n.output.iter().any(|o| *o == name)) {
+                continue;
+            }
+            let copy = aicf_onnx::Tensor { name: name.clone(), ..inits[&init].clone() };
+            inits.insert(name.clone(), copy);
+            for n in nodes.iter_mut().filter(|n| scope(n.name()).as_deref() == Some(s.as_str())) {
+                for input in n.input.iter_mut().filter(|i| **i == init) {
+                    *input = name.clone();
+                }
+            }
+            copies.push((name, init.clone()));
+        }
+    }
+    copies
+}
+
 /// Embedding tables the dynamo exporter named by the output layer tied to
 /// them: a model that ties its head to its embedding (`lm_head.weight =
 /// wte.weight`, Hugging Face's `tie_word_embeddings`) holds one tensor

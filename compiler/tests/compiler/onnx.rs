@@ -1027,6 +1027,89 @@ fn a_dynamo_export_converted_to_opset_17_trains_its_parameters_alone() {
     one_sgd_step_matches_pytorch("dynamo_opset17", &[("embedding", "pos.weight")]);
 }
 
+/// A Keras regression exported by tf2onnx: its `Dense(1)`'s one-value bias
+/// trains (it stayed a constant, silently), and what tf2onnx's optimizer
+/// folded away of a fresh Keras model is named: a layer with no bias (one
+/// of zeros, dropped) and a batch norm folded into the convolution before
+/// it (an inference-mode export); the norms' equal gammas it merged train
+/// apart.
+#[test]
+fn a_keras_dense_1_bias_trains_and_tf2onnx_folds_are_named() {
+    use aicf_onnx::proto::{GraphProto, ModelProto, OperatorSetIdProto};
+    let graph = |nodes, initializer, output: &str, dims: &[i64]| ModelProto {
+        ir_version: Some(8),
+        producer_name: Some("tf2onnx".into()),
+        opset_import: vec![OperatorSetIdProto { version: Some(13), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("keras".into()),
+            node: nodes,
+            input: vec![float_value("x", &[2, 4])],
+            output: vec![float_value(output, dims)],
+            initializer,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+    let import = |m: &ModelProto| onnx::import_model(m, "keras.onnx", std::path::Path::new("."), &options).unwrap();
+    let regression = graph(
+        vec![
+            node("reg_1/fc_1/MatMul", "MatMul", &["x", "fc/kernel:0"], "h"),
+            node("reg_1/fc_1/BiasAdd", "Add", &["h", "fc/bias:0"], "hb"),
+            node("reg_1/out_1/MatMul", "MatMul", &["hb", "out/kernel:0"], "o"),
+            node("reg_1/out_1/Add", "Add", &["o", "out/bias:0"], "y"),
+        ],
+        vec![
+            float_init("fc/kernel:0", vec![4, 3], vec![0.1; 12]),
+            float_init("fc/bias:0", vec![3], vec![0.2; 3]),
+            float_init("out/kernel:0", vec![3, 1], vec![0.3; 3]),
+            float_init("out/bias:0", vec![1], vec![0.4]),
+        ],
+        "y",
+        &[2, 1],
+    );
+    let imported = import(&regression);
+    assert_eq!(imported.sources.len(), 4, "{:?}", imported.sources);
+    assert!(imported.sources.iter().any(|s| s == "out/bias:0"));
+    assert_eq!(imported.tf2onnx_folds, None);
+    // Its bias dropped (zeros), and a batch norm folded into a convolution.
+    let folded = graph(
+        vec![
+            node("m_1/fc_1/MatMul", "MatMul", &["x", "fc/kernel:0"], "h"),
+            node("m_1/bn_1/batchnorm/mul_1", "MatMul", &["h", "bn/folded:0"], "y"),
+        ],
+        vec![float_init("fc/kernel:0", vec![4, 3], vec![0.1; 12]), float_init("bn/folded:0", vec![3, 2], vec![0.2; 6])],
+        "y",
+        &[2, 2],
+    );
+    let folds = import(&folded).tf2onnx_folds.unwrap();
+    assert_eq!(folds.biasless, ["m_1/fc_1/MatMul"]);
+    assert_eq!(folds.norms_folded, ["m_1/bn_1/batchnorm/mul_1"]);
+    // Another producer's graph is not judged so.
+    let mut other = folded.clone();
+    other.producer_name = Some("pytorch".into());
+    assert_eq!(import(&other).tf2onnx_folds, None);
+    // Two norms' gammas of ones, merged into one initializer (named in the
+    // second's scope): each layer trains its own (they trained tied, each
+    // update the sum of both layers' gradients).
+    let norms = graph(
+        vec![
+            node("lm_1/ln1_1/mul", "Mul", &["x", "lm_1/ln2_1/Reshape:0"], "a"),
+            node("lm_1/ln2_1/mul", "Mul", &["a", "lm_1/ln2_1/Reshape:0"], "y"),
+        ],
+        vec![float_init("lm_1/ln2_1/Reshape:0", vec![4], vec![1.0; 4])],
+        "y",
+        &[2, 4],
+    );
+    let imported = import(&norms);
+    let copy = ("lm_1/ln1_1/Reshape:0".to_string(), "lm_1/ln2_1/Reshape:0".to_string());
+    assert_eq!(imported.untied_tf2onnx, [copy]);
+    assert_eq!(imported.sources.len(), 2, "{:?}", imported.sources);
+    let mut pytorch = norms.clone();
+    pytorch.producer_name = Some("pytorch".into());
+    assert!(import(&pytorch).untied_tf2onnx.is_empty());
+}
+
 /// A bidirectional LSTM exported by dynamo at opset 17 (its records of
 /// parameters lost in the conversion): its weights, reordered into ONNX's
 /// gate order and folded to `val_<n>` from `weight_ih_l0` and the others,

@@ -2724,6 +2724,20 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    if !imported.untied_tf2onnx.is_empty() {
+        let u = &imported.untied_tf2onnx;
+        let named: Vec<String> = u.iter().take(4).map(|(c, i)| format!("'{c}' (from '{i}')")).collect();
+        let more = u.len().saturating_sub(4);
+        eprintln!(
+            "note: tf2onnx keeps one initializer of equal values, so a fresh Keras model's norms (their ones and \
+             zeros) read one tensor; each layer reading it gets its own again ({} cop{}; a layer the model itself \
+             shares, called twice, would train apart too): {}{}",
+            u.len(),
+            if u.len() == 1 { "y" } else { "ies" },
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
     if !imported.restored.is_empty() {
         let named: Vec<String> = imported.restored.iter().take(4).map(|b| format!("'{b}'")).collect();
         let more = imported.restored.len().saturating_sub(4);
@@ -2744,6 +2758,40 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             "note: embedding table '{export}' imports as '{table}': the model ties the two (one tensor), and the \
              export named it by the output layer; PyTorch's named_parameters() and Hugging Face's checkpoints name \
              it by the embedding (a state_dict lists both names: load the checkpoint's tensor under each)"
+        );
+    }
+    if let Some(folds) = &imported.tf2onnx_folds {
+        let some = |names: &[String]| {
+            let shown: Vec<String> = names.iter().take(3).map(|n| format!("'{n}'")).collect();
+            let more = names.len().saturating_sub(3);
+            format!("{}{}", shown.join(", "), if more > 0 { format!(" and {more} more") } else { String::new() })
+        };
+        let mut what = Vec::new();
+        if !folds.biasless.is_empty() {
+            what.push(format!(
+                "{} layer{} read{} no bias ({}): tf2onnx drops a bias of zeros, a fresh Keras model's, so such a \
+                 layer trains without one (right only where it has none, use_bias=False)",
+                folds.biasless.len(),
+                if folds.biasless.len() == 1 { "" } else { "s" },
+                if folds.biasless.len() == 1 { "s" } else { "" },
+                some(&folds.biasless),
+            ));
+        }
+        if !folds.norms_folded.is_empty() {
+            what.push(format!(
+                "{} batch norm{} folded into the layer before (an inference-mode export: {}), which trains as one \
+                 layer, without the norm's batch statistics",
+                folds.norms_folded.len(),
+                if folds.norms_folded.len() == 1 { " is" } else { "s are" },
+                some(&folds.norms_folded)
+            ));
+        }
+        eprintln!(
+            "note: tf2onnx wrote this model, and its optimizer folded away parts of the Keras model: {}; to train \
+             the Keras model's layers, export it once its biases are not zero (after a training step, or with \
+             another bias_initializer){}",
+            what.join("; "),
+            if folds.norms_folded.is_empty() { "" } else { ", with its batch norms in training mode" }
         );
     }
     if let Some(node) = &imported.softmax_output {
