@@ -1171,6 +1171,7 @@ fn import_model_at(
         bound_batch: if symbolic { options.batch } else { None },
         batch_sizes: HashMap::new(),
         softmax_logits: None,
+        tf2onnx: model.producer_name() == "tf2onnx",
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
@@ -2469,6 +2470,8 @@ struct Importer<'a> {
     /// graph's first output (a Keras classifier's probabilities): the
     /// logits a cross-entropy loss takes.
     softmax_logits: Option<Tensor>,
+    /// Whether tf2onnx wrote the model (a Keras model's layers).
+    tf2onnx: bool,
 }
 
 /// How many inputs an op takes, least and most (over the opsets the
@@ -3408,6 +3411,9 @@ impl Importer<'_> {
             return Err(format!("hidden_size {h} must be at least 1"));
         }
         let h = h as usize;
+        // An RNN's activation, one per direction: tanh, or ReLU
+        // (`nn.RNN(nonlinearity='relu')`) or a sigmoid.
+        let mut rnn_activations: Vec<String> = Vec::new();
         if let Some(a) = attr(node, "activations") {
             let names: Vec<String> = a.strings.iter().map(|s| String::from_utf8_lossy(s).to_lowercase()).collect();
             let default: &[&str] = match op {
@@ -3415,7 +3421,12 @@ impl Importer<'_> {
                 "GRU" => &["sigmoid", "tanh"],
                 _ => &["tanh"],
             };
-            if names.chunks(default.len()).any(|c| c != default) {
+            if op == "RNN" {
+                if let Some(other) = names.iter().find(|n| !matches!(n.as_str(), "tanh" | "relu" | "sigmoid")) {
+                    return Err(format!("activation {other:?} is not supported; an RNN's are Tanh, Relu or Sigmoid"));
+                }
+                rnn_activations = names;
+            } else if names.chunks(default.len()).any(|c| c != default) {
                 return Err(format!("activations {names:?} are not supported; only the defaults ({default:?})"));
             }
         }
@@ -3484,7 +3495,15 @@ impl Importer<'_> {
                 ));
             }
         } else if given(4).is_some() {
-            return Err("sequence_lens (input 4) must be known at import time, it is computed by the model".into());
+            let input = node.input.get(4).is_some_and(|l| self.graph.input.iter().any(|i| i.name() == l));
+            return Err(format!(
+                "sequence_lens (input 4) must be known at import time (every sequence whole); it is {}",
+                if input {
+                    "an input of the model (sequences of several lengths are not supported)"
+                } else {
+                    "computed by the model"
+                }
+            ));
         }
         // Initial states: [D, B, H] (batch first: [B, D, H]).
         let initial = |k: usize| -> R<Option<Tensor>> {
@@ -3509,6 +3528,18 @@ impl Importer<'_> {
             Ok(Some(t))
         };
         let (h0, c0) = (initial(5)?, if op == "LSTM" { initial(6)? } else { None });
+        // tf2onnx writes a Keras LSTM's one bias as Wb, and zeros as Rb:
+        // that half is no parameter of the model (trained, the bias moved
+        // at twice Keras's rate), so it is left out.
+        let keras_bias = self.tf2onnx
+            && node.input.get(3).and_then(|b| self.inits.get(b)).is_some_and(|t| {
+                let values = t.data.to_f64();
+                values.len() == d * 2 * gates * h
+                    && (0..d).all(|k| {
+                        let half = &values[k * 2 * gates * h..(k + 1) * 2 * gates * h][gates * h..];
+                        half.iter().all(|&v| v == 0.0)
+                    })
+            });
         let peep = if op == "LSTM" { tensor(7)? } else { None };
         if let Some(p) = &peep
             && p.shape() != [d, 3 * h]
@@ -3527,7 +3558,8 @@ impl Importer<'_> {
             let (wb, rb) = match &b {
                 Some(b) => {
                     let bd = nn(b.narrow(0, dir, 1).and_then(|v| v.reshape(&[2 * gh as i64])))?;
-                    (Some(nn(bd.narrow(0, 0, gh))?), Some(nn(bd.narrow(0, gh, gh))?))
+                    let rb = (!keras_bias).then(|| nn(bd.narrow(0, gh, gh))).transpose()?;
+                    (Some(nn(bd.narrow(0, 0, gh))?), rb)
                 }
                 None => (None, None),
             };
@@ -3589,7 +3621,14 @@ impl Importer<'_> {
                         // (1 - z) cand + z H = cand + z (H - cand).
                         nn(hp.sub(&cand).and_then(|d| z.mul(&d)).and_then(|zd| cand.add(&zd)))?
                     }
-                    _ => nn(xt.add(&hr).and_then(|v| v.tanh()))?,
+                    _ => {
+                        let pre = nn(xt.add(&hr))?;
+                        match rnn_activations.get(dir).or(rnn_activations.first()).map(String::as_str) {
+                            Some("relu") => nn(pre.relu())?,
+                            Some("sigmoid") => nn(pre.sigmoid())?,
+                            _ => nn(pre.tanh())?,
+                        }
+                    }
                 };
                 hp = next;
                 outs.push(nn(hp.reshape(&[1, 1, batch as i64, h as i64]))?);

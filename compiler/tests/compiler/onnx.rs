@@ -1027,6 +1027,68 @@ fn a_dynamo_export_converted_to_opset_17_trains_its_parameters_alone() {
     one_sgd_step_matches_pytorch("dynamo_opset17", &[("embedding", "pos.weight")]);
 }
 
+/// An RNN with ReLU (`nn.RNN(nonlinearity='relu')`, which the TorchScript
+/// exporter writes as `activations = ["Relu"]`; it was refused) steps as
+/// ReLU; and a Keras LSTM's bias, which tf2onnx writes as B's first half
+/// with zeros for the recurrent half, trains as that one bias (both halves
+/// trained, it moved at twice Keras's rate), where another exporter's
+/// second half (PyTorch's `bias_hh`) trains as its own.
+#[test]
+fn a_relu_rnn_steps_as_relu_and_a_keras_lstms_one_bias_trains_once() {
+    let activations = aicf_onnx::proto::AttributeProto {
+        name: Some("activations".into()),
+        strings: vec![b"Relu".to_vec()],
+        r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Strings as i32),
+        ..Default::default()
+    };
+    let rnn = one_node_model(
+        "rnn",
+        "RNN",
+        (&[2, 1, 1], &[2, 1, 1, 1]),
+        vec![int_attribute("hidden_size", 1), activations],
+        vec![
+            float_init("W", vec![1, 1, 1], vec![1.0]),
+            float_init("R", vec![1, 1, 1], vec![0.5]),
+            float_init("B", vec![1, 2], vec![-1.0, 0.0]),
+        ],
+        14,
+    );
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+    let imported = onnx::import_model(&rnn, "rnn.onnx", std::path::Path::new("."), &options).unwrap();
+    let dir = scratch("onnx-rnn-relu");
+    let mut t = sgd_trainer(&imported, &dir, "rnn");
+    let x = Tensor::new(vec![2, 1, 1], aicf_runtime::artifact::DType::F32, vec![2.0, -3.0]);
+    // relu(2 - 1) = 1, then relu(-3 + 0.5 - 1) = 0 (tanh: 0.76, -0.99).
+    assert_eq!(t.predict(&[&x]).unwrap()[0].values, [1.0, 0.0]);
+    // An LSTM of one unit whose B is [Wb (4), Rb (4) of zeros].
+    let lstm = |producer: &str| {
+        let mut m = one_node_model(
+            "lstm",
+            "LSTM",
+            (&[2, 1, 1], &[2, 1, 1, 1]),
+            vec![int_attribute("hidden_size", 1)],
+            vec![
+                float_init("W", vec![1, 4, 1], vec![0.5, -0.5, 0.25, 1.0]),
+                float_init("R", vec![1, 4, 1], vec![0.1, 0.2, -0.3, 0.4]),
+                float_init("B", vec![1, 8], vec![0.1, 0.2, 0.3, 0.4, 0.0, 0.0, 0.0, 0.0]),
+            ],
+            14,
+        );
+        m.producer_name = Some(producer.into());
+        let imported = onnx::import_model(&m, "lstm.onnx", std::path::Path::new("."), &options).unwrap();
+        let dir = scratch(format!("onnx-lstm-bias-{producer}"));
+        let mut t = sgd_trainer(&imported, &dir, "lstm");
+        let target = Tensor::new(vec![2, 1, 1, 1], aicf_runtime::artifact::DType::F32, vec![1.0, -1.0]);
+        t.step(&[&x, &target], 0.5).unwrap();
+        t.state()["B"].values.clone()
+    };
+    let keras = lstm("tf2onnx");
+    assert!(keras[4..].iter().all(|&v| v == 0.0) && keras[..4] != [0.1, 0.2, 0.3, 0.4], "{keras:?}");
+    let pytorch = lstm("pytorch");
+    assert_eq!(pytorch[..4], keras[..4], "the input half steps alike");
+    assert!(pytorch[4..].iter().any(|&v| v != 0.0), "{pytorch:?}");
+}
+
 /// A Keras regression exported by tf2onnx: its `Dense(1)`'s one-value bias
 /// trains (it stayed a constant, silently), and what tf2onnx's optimizer
 /// folded away of a fresh Keras model is named: a layer with no bias (one
