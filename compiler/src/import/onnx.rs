@@ -3558,8 +3558,11 @@ impl Importer<'_> {
             let (wb, rb) = match &b {
                 Some(b) => {
                     let bd = nn(b.narrow(0, dir, 1).and_then(|v| v.reshape(&[2 * gh as i64])))?;
+                    // (Wb first: the IR's order, which a checkpoint's
+                    // model hash holds.)
+                    let wb = nn(bd.narrow(0, 0, gh))?;
                     let rb = (!keras_bias).then(|| nn(bd.narrow(0, gh, gh))).transpose()?;
-                    (Some(nn(bd.narrow(0, 0, gh))?), rb)
+                    (Some(wb), rb)
                 }
                 None => (None, None),
             };

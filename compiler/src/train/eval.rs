@@ -541,20 +541,10 @@ pub fn trained_precision(checkpoint: &Path) -> Result<Option<crate::pipeline::Pr
         .transpose()
 }
 
-/// The model a checkpoint of `model` holds, as (name, source), and the
-/// checkpoint's metadata. A checkpoint of another version of the model (an
-/// adaptive run's grown one) holds its own IR: that model is the one
-/// `doing` (scoring, sampling) uses, as `--resume-from` trains it, and a
-/// note says so. The IR goes to `out` for the diagnostics that name it.
-///
-/// `keep_batch`: where the checkpoint holds this model at another batch
-/// size, `model` runs as given (its parameters are the same; `aicf eval
-/// --batch N` asks for that batch, and was answered with the checkpoint's),
-/// and the last value returned says so (its tensors load by name).
 /// The loss a model's `@loss` takes (its first `hl.cross_entropy`,
 /// `hl.softmax_cross_entropy` or `hl.mse_loss`, as `--loss` names it), or
 /// `the graph's own loss` where it has none of them.
-fn loss_kind(text: &str) -> Option<&'static str> {
+pub fn loss_kind(text: &str) -> Option<&'static str> {
     let body = &text[text.find("func.func @loss")?..];
     let body = body.find("\n  func.func").or(body.find("\nfunc.func")).map_or(body, |end| &body[..end]);
     [("hl.mse_loss", "mse"), ("hl.cross_entropy", "cross_entropy"), ("hl.softmax_cross_entropy", "cross_entropy")]
@@ -565,6 +555,16 @@ fn loss_kind(text: &str) -> Option<&'static str> {
         .or(Some("the graph's own loss"))
 }
 
+/// The model a checkpoint of `model` holds, as (name, source), and the
+/// checkpoint's metadata. A checkpoint of another version of the model (an
+/// adaptive run's grown one) holds its own IR: that model is the one
+/// `doing` (scoring, sampling) uses, as `--resume-from` trains it, and a
+/// note says so. The IR goes to `out` for the diagnostics that name it.
+///
+/// `keep_batch`: where the checkpoint holds this model at another batch
+/// size, `model` runs as given (its parameters are the same; `aicf eval
+/// --batch N` asks for that batch, and was answered with the checkpoint's),
+/// and the last value returned says so (its tensors load by name).
 pub(crate) fn model_of_checkpoint(
     model: &Path,
     checkpoint: &Path,

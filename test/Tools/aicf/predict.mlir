@@ -106,6 +106,15 @@
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/arr-ck --data %t/digits.csv --out %t/e 2>&1 | FileCheck %s --check-prefix=LARGER
 // LARGER: note: {{.*}}.csv: the model reads these features at a scale of 16 (99% of their magnitudes up to that), and its run trained on features at a scale of 1 (16x larger): if they are the same kind of data, give them as the run's data held them (scaled alike), or the model's outputs on them mean little
 //
+// An ONNX model trained with --loss mse is predicted and scored from its
+// checkpoint without --loss again (it was refused as another model's:
+// imported with the default cross-entropy).
+// RUN: python3 %S/inputs/csv-to-npy.py %t/digits.csv %t/y10.npy 0 9 16
+// RUN: aicf train %S/../../onnx/mlp.onnx --loss mse --batch 32 --data %t/scaled.npy --data %t/y10.npy --epochs 1 --no-runs-db --no-progress --out %t/mse --checkpoint-dir %t/mse-ck > /dev/null
+// RUN: aicf predict %S/../../onnx/mlp.onnx --checkpoint %t/mse-ck --data %t/scaled.npy -o %t/mse.npy --out %t/mse-p 2>&1 | FileCheck %s --check-prefix=MSEPRED
+// MSEPRED: raw of {{[0-9]+}} rows (float32, [{{[0-9]+}}, 10]) written to {{.*}}mse.npy
+// RUN: aicf eval %S/../../onnx/mlp.onnx --checkpoint %t/mse-ck --data %t/scaled.npy --data %t/y10.npy --out %t/mse-e 2>&1 | FileCheck %s --check-prefix=MSEEVAL
+// MSEEVAL: loss {{[0-9.]+}} (the model's @loss) on {{[0-9]+}} held-out rows
 // A @forward that ends in a softmax gives its probabilities as they are
 // (a softmax of them was taken again: 0.18 where 0.70), and `aicf eval`
 // scores their cross-entropy (it read them as logits: 1.69 nats for 0.48).

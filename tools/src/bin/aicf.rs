@@ -1274,7 +1274,7 @@ fn main() {
         }
         Command::Eval { mut compile, device, data, checkpoint, eval_windows, out } => {
             resumed_from = checkpoint.clone();
-            run_settings(&mut compile, checkpoint.as_deref(), (given("batch"), given("precision")))
+            run_settings(&mut compile, checkpoint.as_deref(), (given("batch"), given("precision"), given("loss")))
                 .and_then(|()| eval(&compile, &device, &data, checkpoint.as_deref(), eval_windows, &out))
         }
         Command::Sample { mut compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, out } => {
@@ -1297,7 +1297,8 @@ fn main() {
                 PredictValues::Probabilities => predict::Values::Probabilities,
                 PredictValues::Raw => predict::Values::Raw,
             });
-            run_settings(&mut compile, checkpoint.as_deref(), (given("batch"), given("precision"))).and_then(|()| {
+            let settings = (given("batch"), given("precision"), given("loss"));
+            run_settings(&mut compile, checkpoint.as_deref(), settings).and_then(|()| {
                 predict(&compile, &device, &data, checkpoint.as_deref(), (values, result), output.as_deref(), &out)
             })
         }
@@ -3147,16 +3148,36 @@ fn onnx_batch_to_run(compile: &mut ModelArgs, given: bool) {
 
 /// The batch and precision `eval` and `predict` run at: a checkpoint's
 /// (where not given), or, without one, an ONNX model's run batch.
-fn run_settings(compile: &mut ModelArgs, checkpoint: Option<&Path>, (batch, precision): (bool, bool)) -> Result<()> {
+fn run_settings(
+    compile: &mut ModelArgs,
+    checkpoint: Option<&Path>,
+    (batch, precision, loss): (bool, bool, bool),
+) -> Result<()> {
     match checkpoint {
         Some(c) => {
             onnx_batch_of_checkpoint(compile, c, batch);
+            onnx_loss_of_checkpoint(compile, c, loss);
             checkpoint_precision(compile, c, precision)
         }
         None => {
             onnx_batch_to_run(compile, batch);
             Ok(())
         }
+    }
+}
+
+/// An ONNX model scored or predicted from a checkpoint without --loss is
+/// imported with the loss its run trained (mse: a regression's checkpoint
+/// was refused as another model's until --loss mse was given again).
+fn onnx_loss_of_checkpoint(compile: &mut ModelArgs, checkpoint: &Path, given: bool) {
+    if given || compile.loss.is_some() || !is_onnx(&compile.model) {
+        return;
+    }
+    let Ok(meta) = aicf_runtime::checkpoint::read_metadata(checkpoint) else { return };
+    if let Some(ir) = meta.get(aicf_compiler::train::run::IR_KEY)
+        && aicf_compiler::train::eval::loss_kind(ir) == Some("mse")
+    {
+        compile.loss = Some(Loss::Mse);
     }
 }
 
