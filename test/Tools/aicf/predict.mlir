@@ -106,6 +106,17 @@
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/arr-ck --data %t/digits.csv --out %t/e 2>&1 | FileCheck %s --check-prefix=LARGER
 // LARGER: note: {{.*}}.csv: the model reads these features at a scale of 16 (99% of their magnitudes up to that), and its run trained on features at a scale of 1 (16x larger): if they are the same kind of data, give them as the run's data held them (scaled alike), or the model's outputs on them mean little
 //
+// An imported model starts from its own weights, which may expect a
+// table's values as the file holds them: a run's division by the largest
+// magnitude is said, --feature-scale 1 reads them as they are, and a resume
+// keeps the scale its checkpoint records (another one is refused).
+// RUN: aicf train %S/../../onnx/mlp.onnx --batch 32 --data %t/digits.csv --epochs 1 --no-runs-db --no-progress --out %t/fs 2>&1 | FileCheck %s --check-prefix=OWNSCALE
+// OWNSCALE: note: {{.*}}digits.csv: the table's features are divided by their largest magnitude, 16, as a run reads a table; the model starts from its own weights
+// RUN: aicf train %S/../../onnx/mlp.onnx --batch 32 --data %t/digits.csv --epochs 1 --feature-scale 1 --no-runs-db --no-progress --out %t/fs1 --checkpoint-dir %t/fs1-ck 2>&1 | FileCheck %s --check-prefix=RAWSCALE
+// RAWSCALE-NOT: divided by their largest
+// RAWSCALE: final held-out accuracy
+// RUN: not aicf train %S/../../onnx/mlp.onnx --batch 32 --data %t/digits.csv --epochs 2 --feature-scale 16 --resume --no-runs-db --no-progress --out %t/fs1 --checkpoint-dir %t/fs1-ck 2>&1 | FileCheck %s --check-prefix=FSRESUME
+// FSRESUME: aicf: error: --feature-scale 16: {{.*}}last.safetensors trained on its table's features divided by 1; another scale would change what every feature means to the model
 // An ONNX model trained with --loss mse is predicted and scored from its
 // checkpoint without --loss again (it was refused as another model's:
 // imported with the default cross-entropy).

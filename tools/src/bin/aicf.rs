@@ -386,6 +386,11 @@ enum Command {
         /// every feature (a CSV's largest magnitude; arrays as they are).
         #[arg(long)]
         standardize: bool,
+        /// Tables: divide the features by this instead of the training
+        /// rows' largest magnitude (1: as the file holds them, as a model's
+        /// own pretrained weights may expect); recorded in checkpoints.
+        #[arg(long, conflicts_with = "standardize", value_name = "SCALE", allow_negative_numbers = true)]
+        feature_scale: Option<f64>,
         /// Text: training windows per epoch (default: as many as fill the
         /// training text once).
         #[arg(long, allow_negative_numbers = true)]
@@ -967,6 +972,7 @@ fn main() {
             seed,
             val_split,
             standardize,
+            feature_scale,
             windows_per_epoch,
             eval_windows,
             out,
@@ -1247,7 +1253,7 @@ fn main() {
                     val_split,
                     windows_per_epoch,
                     eval_windows: eval_windows.unwrap_or(256),
-                    feature_scale: None,
+                    feature_scale,
                     vocabulary: None,
                     whole_text: false,
                     standardize,
