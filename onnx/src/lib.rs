@@ -35,7 +35,17 @@ pub enum OnnxError {
 /// Reads and decodes an ONNX model file.
 pub fn load(path: &Path) -> Result<proto::ModelProto, OnnxError> {
     let io = |e: std::io::Error| OnnxError::Io { path: path.to_path_buf(), message: e.to_string() };
-    let size = std::fs::metadata(path).map_err(io)?.len();
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.is_dir() {
+        let message = if path.join("saved_model.pb").is_file() {
+            "a TensorFlow SavedModel directory, not an ONNX model: convert it first (`python -m tf2onnx.convert \
+             --saved-model DIR --output model.onnx`)"
+        } else {
+            "a directory, not an ONNX model file"
+        };
+        return Err(OnnxError::Io { path: path.to_path_buf(), message: message.into() });
+    }
+    let size = meta.len();
     if size > MAX_MODEL_BYTES {
         return Err(OnnxError::Io {
             path: path.to_path_buf(),
@@ -43,7 +53,44 @@ pub fn load(path: &Path) -> Result<proto::ModelProto, OnnxError> {
         });
     }
     let bytes = std::fs::read(path).map_err(io)?;
-    decode(&bytes).map_err(|message| OnnxError::Decode { path: path.to_path_buf(), message })
+    decode(&bytes).map_err(|message| {
+        let message = match other_format(&bytes, path) {
+            Some(what) => format!("{message}; it is {what}"),
+            None => message,
+        };
+        OnnxError::Decode { path: path.to_path_buf(), message }
+    })
+}
+
+/// What a file that is no ONNX model looks like it is, by its first bytes
+/// (and name), with the way to an ONNX model from it.
+fn other_format(bytes: &[u8], path: &Path) -> Option<&'static str> {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    if bytes.starts_with(b"PK\x03\x04") {
+        Some(if name.ends_with(".keras") {
+            "a Keras model archive: export it to ONNX first (Keras 3's `model.export(path, format=\"onnx\")`, or \
+             tf2onnx)"
+        } else {
+            "a zip archive (a Keras .keras file, or a PyTorch torch.save file): export the model to ONNX first \
+             (Keras: `model.export(path, format=\"onnx\")`; PyTorch: `torch.onnx.export`)"
+        })
+    } else if bytes.starts_with(b"\x89HDF") {
+        Some("an HDF5 file (a Keras .h5 model): export the model to ONNX first (tf2onnx, or Keras 3's `model.export`)")
+    } else if bytes.first() == Some(&0x80) && bytes.get(1).is_some_and(|v| (2..=5).contains(v)) {
+        Some("a Python pickle (a PyTorch .pt file): export the model with `torch.onnx.export` first")
+    } else if bytes.len() > 9 && bytes[8] == b'{' && {
+        // (safetensors: the header's length, then the header's JSON.)
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
+        n > 0 && n < bytes.len() as u64
+    } {
+        Some("a safetensors file of weights, not a model: give the .onnx model")
+    } else if name == "saved_model.pb" {
+        Some(
+            "a TensorFlow SavedModel's graph: convert its directory first (`python -m tf2onnx.convert --saved-model DIR --output model.onnx`)",
+        )
+    } else {
+        None
+    }
 }
 
 /// Decodes a model from its bytes; a model without a graph is an error.
@@ -302,6 +349,33 @@ mod tests {
             raw_data: Some(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
             ..Default::default()
         }
+    }
+
+    /// A file of another framework given for an ONNX model is named as
+    /// what it is, with the way to an ONNX model (a Keras archive said
+    /// "invalid tag value: 0"; a SavedModel directory "Is a directory").
+    #[test]
+    fn other_frameworks_files_are_named_with_the_way_to_onnx() {
+        let dir = std::env::temp_dir().join(format!("aicf-onnx-formats-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("saved")).unwrap();
+        std::fs::write(dir.join("saved").join("saved_model.pb"), b"\x08\x01").unwrap();
+        let said = |name: &str, bytes: &[u8]| {
+            std::fs::write(dir.join(name), bytes).unwrap();
+            load(&dir.join(name)).unwrap_err().to_string()
+        };
+        assert!(said("m.keras", b"PK\x03\x04\x14\x00\x00\x00").contains("a Keras model archive"));
+        assert!(said("m.pt", b"PK\x03\x04\x14\x00\x00\x00").contains("torch.onnx.export"));
+        assert!(said("m.h5", b"\x89HDF\r\n\x1a\n\x00\x00").contains("an HDF5 file"));
+        assert!(said("old.pt", b"\x80\x02\x8a\x0alZ\xfc\x9cF\xf9 j\xa8").contains("a Python pickle"));
+        let mut st = 2u64.to_le_bytes().to_vec();
+        st.extend_from_slice(b"{}");
+        assert!(said("w.safetensors", &st).contains("a safetensors file of weights"));
+        let e = load(&dir.join("saved")).unwrap_err().to_string();
+        assert!(e.contains("a TensorFlow SavedModel directory") && e.contains("tf2onnx"), "{e}");
+        std::fs::create_dir_all(dir.join("empty")).unwrap();
+        assert!(load(&dir.join("empty")).unwrap_err().to_string().contains("a directory, not an ONNX model file"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -1745,7 +1745,8 @@ fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<(Tensor
                         return Err(format!(
                             "input '{}' dimension {k} is {what}, and --batch binds only one dimension: AICF \
                              compiles static shapes, so export the model with this dimension fixed (in PyTorch, \
-                             dynamic_axes, or dynamic_shapes, naming the batch alone)",
+                             dynamic_axes, or dynamic_shapes, naming the batch alone; in Keras, an Input shape \
+                             without None past the batch, or tf2onnx's input_signature)",
                             i.name()
                         ));
                     }
