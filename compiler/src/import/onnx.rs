@@ -415,6 +415,10 @@ pub struct Imported {
     /// input (on the probabilities, the loss stalled where PyTorch's on
     /// the logits learns).
     pub softmax_output: Option<String>,
+    /// The first output's node where it is a `Softmax` over another axis
+    /// than the last (the class axis a cross-entropy reads): it trains on
+    /// the probabilities taken as logits, and learns little.
+    pub softmax_output_other_axis: Option<String>,
     /// What tf2onnx's optimizer folded away of a Keras model, where it
     /// wrote the model: its layers that read no bias (a bias of zeros,
     /// a fresh model's, is dropped), and its convolutions a batch norm was
@@ -431,12 +435,43 @@ pub struct Tf2OnnxFolds {
     /// Conv and MatMul nodes named as a batch norm's (`.../batchnorm/...`):
     /// a norm folded into the layer's weight.
     pub norms_folded: Vec<String>,
+    /// Mul nodes by a scale of ones (a fresh norm's gamma) whose output no
+    /// Add of an initializer reads: a norm whose beta of zeros was dropped.
+    pub betaless: Vec<String>,
 }
 
 /// [`Tf2OnnxFolds`] of a tf2onnx export's `graph` (`None` where nothing was
 /// folded away).
 fn tf2onnx_folds(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> Option<Tf2OnnxFolds> {
     let mut folds = Tf2OnnxFolds::default();
+    let biased = |out: &String| {
+        graph.node.iter().any(|r| {
+            r.op_type() == "Add" && r.input.iter().any(|i| i == out) && r.input.iter().any(|i| inits.contains_key(i))
+        })
+    };
+    for n in graph.node.iter().filter(|n| n.op_type() == "Mul") {
+        let ones = n.input.iter().filter_map(|i| inits.get(i)).any(|t| {
+            let values = t.data.to_f64();
+            t.is_float() && values.len() >= 2 && values.iter().all(|&v| v == 1.0)
+        });
+        // (A shift in the norm's scope: an Add or Sub of an initializer of
+        // two values or more, tf2onnx's `beta - mean * scale` or `+ beta`.)
+        let scope = n.name().rsplit_once('/').map(|(s, _)| format!("{s}/"));
+        let shifted = scope.is_some_and(|scope| {
+            graph.node.iter().any(|r| {
+                matches!(r.op_type(), "Add" | "Sub")
+                    && r.name().starts_with(&scope)
+                    && r.input.iter().filter_map(|i| inits.get(i)).any(|t| t.elements() >= 2)
+            })
+        });
+        if ones && !shifted && n.output.first().is_some_and(|o| !biased(o)) {
+            folds.betaless.push(if n.name().is_empty() {
+                n.output.first().cloned().unwrap_or_default()
+            } else {
+                n.name().to_string()
+            });
+        }
+    }
     for n in &graph.node {
         let layer = matches!(n.op_type(), "MatMul" | "Gemm" | "Conv" | "ConvTranspose");
         // (A weight of the model's: an initializer, of two axes or more.)
@@ -450,18 +485,11 @@ fn tf2onnx_folds(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
             continue;
         }
         let has_bias = n.input.get(2).is_some_and(|b| !b.is_empty());
-        let biased = n.output.first().is_some_and(|out| {
-            graph.node.iter().any(|r| {
-                r.op_type() == "Add"
-                    && r.input.iter().any(|i| i == out)
-                    && r.input.iter().any(|i| inits.contains_key(i))
-            })
-        });
-        if !has_bias && !biased {
+        if !has_bias && !n.output.first().is_some_and(biased) {
             folds.biasless.push(name);
         }
     }
-    (!folds.biasless.is_empty() || !folds.norms_folded.is_empty()).then_some(folds)
+    (!folds.biasless.is_empty() || !folds.norms_folded.is_empty() || !folds.betaless.is_empty()).then_some(folds)
 }
 
 /// How an imported graph's own loss is trained: `@loss` returns the
@@ -944,9 +972,13 @@ fn import_model_at(
     );
     // `--freeze`: each pattern names initializers (a typo names none:
     // refused, rather than training what it meant to freeze).
-    let matches = |pattern: &str, name: &str| match pattern.strip_suffix('*') {
+    let plain = |pattern: &str, name: &str| match pattern.strip_suffix('*') {
         Some(prefix) => name.starts_with(prefix),
         None => name == pattern,
+    };
+    // (A table renamed by its embedding answers to the export's name too.)
+    let matches = |pattern: &str, name: &str| {
+        plain(pattern, name) || renamed_tables.iter().any(|(export, table)| table == name && plain(pattern, export))
     };
     // (A flag's name that matches none is said with some that exist.)
     let some_floats = || {
@@ -1395,6 +1427,14 @@ fn import_model_at(
         .filter_map(|p| importer.names.iter().find(|(_, hl)| **hl == p.name))
         .filter_map(|(onnx, _)| transposed_from.get(onnx).cloned())
         .collect();
+    let softmax_node = (loss == Loss::CrossEntropy)
+        .then(|| graph.output.first().map(|o| o.name()))
+        .flatten()
+        .and_then(|out| graph.node.iter().find(|n| n.output.iter().any(|o| o == out)))
+        .filter(|n| n.op_type() == "Softmax")
+        .map(
+            |n| if n.name().is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name().to_string() },
+        );
     Ok(Imported {
         module,
         weights,
@@ -1467,14 +1507,10 @@ fn import_model_at(
         dynamo,
         dynamo_records_lost: dynamo_records_lost(graph),
         tf2onnx_folds,
-        softmax_output: (loss == Loss::CrossEntropy)
-            .then(|| graph.output.first().map(|o| o.name()))
-            .flatten()
-            .and_then(|out| graph.node.iter().find(|n| n.output.iter().any(|o| o == out)))
-            .filter(|n| n.op_type() == "Softmax")
-            .map(|n| {
-                if n.name().is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name().to_string() }
-            }),
+        // (Over the last axis, the class axis, @loss takes its logits;
+        // over another, the probabilities, said apart.)
+        softmax_output: softmax_node.clone().filter(|_| dead_softmax),
+        softmax_output_other_axis: softmax_node.filter(|_| !dead_softmax),
     })
 }
 
@@ -1820,7 +1856,7 @@ fn choose_params(
     fn weight_use(
         consumers: &HashMap<&str, Vec<(&proto::NodeProto, usize)>>,
         generated: &HashSet<String>,
-        one_output: &HashSet<String>,
+        one_output: &HashMap<String, String>,
         name: &str,
         (elements, arithmetic, gather): (usize, bool, bool),
         depth: usize,
@@ -1842,8 +1878,19 @@ fn choose_params(
             }
         }
         // Whether `node` (an Add) adds to the output of a MatMul or Gemm
-        // of one output feature (`one_output`).
-        let one_output_layer = |node: &proto::NodeProto| node.input.iter().any(|i| one_output.contains(i));
+        // of one output feature (`one_output`) as its layer's bias: named
+        // so, or added in the layer's own scope (tf2onnx's
+        // `reg_1/out_1/Add` after `reg_1/out_1/MatMul`; a constant added
+        // after the layer, `+ 3.0` in a scope of its own, stays one).
+        let scope = |n: &str| n.rsplit_once('/').map(|(s, _)| s.to_string());
+        let one_output_layer = |node: &proto::NodeProto| {
+            node.input.iter().any(|i| {
+                one_output.get(i).is_some_and(|layer| {
+                    name.to_lowercase().trim_end_matches(":0").ends_with("bias")
+                        || scope(node.name()).is_some_and(|s| !s.is_empty() && Some(&s) == scope(layer).as_ref())
+                })
+            })
+        };
         // Whether `node` (a Mul or Add) reads an InstanceNormalization's
         // output: the exporter's affine step of a GroupNorm.
         let after_instance_norm =
@@ -1941,7 +1988,7 @@ fn choose_params(
     // optimizer records what it folded).
     // The outputs of MatMuls and Gemms whose weight, an initializer, has
     // one output feature: the layer's bias has one value.
-    let one_output: HashSet<String> = nodes_within(graph)
+    let one_output: HashMap<String, String> = nodes_within(graph)
         .into_iter()
         .filter(|p| {
             let trans_b = p.attribute.iter().any(|a| a.name() == "transB" && a.i() != 0);
@@ -1953,7 +2000,7 @@ fn choose_params(
                 _ => false,
             }
         })
-        .filter_map(|p| p.output.first().cloned())
+        .filter_map(|p| Some((p.output.first()?.clone(), p.name().to_string())))
         .collect();
     let dynamo = dynamo_export(graph);
     let generated: HashSet<String> = inits

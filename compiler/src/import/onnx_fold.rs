@@ -461,14 +461,20 @@ pub(super) fn retie_transposes(
 /// more values, all ones or all zeros, read by nodes of several scopes
 /// (`lm_1/ln1_1/mul`, `lm_1/ln2_1/mul`) gets a copy for each scope past the
 /// one it is named in, named as the initializer in that scope
-/// (`lm_1/ln1_1/Reshape:0`). (A Keras layer shared by two calls with such
-/// values, a fresh shared norm, is untied too; the note says which.)
-/// Returns `(copy, original)` for each copy.
+/// (`lm_1/ln1_1/Reshape:0`). A layer's scope is its name with the suffix
+/// TensorFlow makes each call's unique (`ln_1`, `ln_3`: two calls of one
+/// Keras layer `ln`, shared, stay tied). Returns `(copy, original)` for
+/// each copy.
 pub(super) fn untie_tf2onnx(
     nodes: &mut [NodeProto],
     inits: &mut HashMap<String, aicf_onnx::Tensor>,
 ) -> Vec<(String, String)> {
     let scope = |name: &str| name.rsplit_once('/').map(|(s, _)| s.to_string());
+    // The Keras layer of a scope: its last name less TensorFlow's `_<n>`.
+    let layer = |scope: &str| match scope.rsplit_once('_') {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base.to_string(),
+        _ => scope.to_string(),
+    };
     let mut candidates: Vec<String> = inits
         .iter()
         .filter(|(_, t)| {
@@ -480,31 +486,32 @@ pub(super) fn untie_tf2onnx(
     candidates.sort();
     let mut copies = Vec::new();
     for init in candidates {
-        let own = scope(&init);
+        let own = scope(&init).map(|s| layer(&s));
         let tail = init.rsplit('/').next().unwrap_or(&init).to_string();
-        let mut scopes: Vec<String> = Vec::new();
+        // Each layer reading it, with the first scope it is read in.
+        let mut layers: Vec<(String, String)> = Vec::new();
         for n in nodes.iter() {
             if n.input.iter().any(|i| *i == init)
                 && let Some(s) = scope(n.name())
-                && !scopes.contains(&s)
+                && !layers.iter().any(|(l, _)| *l == layer(&s))
             {
-                scopes.push(s);
+                layers.push((layer(&s), s));
             }
         }
-        if scopes.len() < 2 {
+        if layers.len() < 2 {
             continue;
         }
-        // The initializer stays with the scope it is named in (else the
-        // first reader's); each other scope reads a copy.
-        let keep = own.filter(|o| scopes.contains(o)).unwrap_or_else(|| scopes[0].clone());
-        for s in scopes.iter().filter(|s| **s != keep) {
+        // The initializer stays with the layer it is named in (else the
+        // first reader's); each other layer reads a copy.
+        let keep = own.filter(|o| layers.iter().any(|(l, _)| l == o)).unwrap_or_else(|| layers[0].0.clone());
+        for (l, s) in layers.iter().filter(|(l, _)| *l != keep) {
             let name = format!("{s}/{tail}");
             if inits.contains_key(&name) || nodes.iter().any(|n| n.output.iter().any(|o| *o == name)) {
                 continue;
             }
             let copy = aicf_onnx::Tensor { name: name.clone(), ..inits[&init].clone() };
             inits.insert(name.clone(), copy);
-            for n in nodes.iter_mut().filter(|n| scope(n.name()).as_deref() == Some(s.as_str())) {
+            for n in nodes.iter_mut().filter(|n| scope(n.name()).is_some_and(|s| layer(&s) == *l)) {
                 for input in n.input.iter_mut().filter(|i| **i == init) {
                     *input = name.clone();
                 }
@@ -562,7 +569,30 @@ pub(super) fn name_tables_by_embedding(
         // class first, the op last).
         let Some(depth) = metadata_list(scopes.value()).iter().position(|m| *m == module) else { continue };
         let Some(class) = metadata_list(classes.value()).get(depth).copied() else { continue };
-        if !class.ends_with("Embedding") || !table.ends_with("weight") {
+        // (A table of another module, `<m>.weight`: a custom embedding
+        // reading its own `pos.pos_weight` keeps its name.)
+        let owner = table.strip_suffix(".weight");
+        if !class.ends_with("Embedding") || owner.is_none_or(|o| o == module) {
+            continue;
+        }
+        // Tied: another layer reads the table, or its exact transpose (the
+        // head's copy both exporters write).
+        let t = &inits[&table];
+        let read_elsewhere = nodes.iter().enumerate().any(|(k, n)| k != i && n.input.iter().any(|x| *x == table));
+        let transposed = t.dims.len() == 2
+            && match &t.data {
+                aicf_onnx::Data::F32(v) => {
+                    let (rows, cols) = (t.dims[0], t.dims[1]);
+                    let flipped = transposed_values(v, rows, cols);
+                    inits.values().any(|o| {
+                        o.dims == [cols, rows]
+                            && matches!(&o.data, aicf_onnx::Data::F32(w)
+                                if w.iter().zip(&flipped).all(|(a, b)| a.to_bits() == b.to_bits()))
+                    })
+                }
+                aicf_onnx::Data::I64(_) => false,
+            };
+        if !read_elsewhere && !transposed {
             continue;
         }
         let want = format!("{module}.weight");

@@ -578,7 +578,7 @@ fn claim_checkpoint_dir(
             .map_or(String::new(), |e| format!(" (epoch {e})"));
         let name = held.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let what = if name == "last.safetensors" { String::new() } else { format!(", {name}") };
-        let continues = if name == PREVIOUS {
+        let continues = if name == PREVIOUS || name == BEST {
             format!("--resume-from {} continues it", held.display())
         } else {
             "--resume continues it".to_string()
@@ -1397,6 +1397,12 @@ fn fit_run(
         ..run.data.clone()
     };
     let mut dataset = Dataset::load(data, &sig, &data_options)?;
+    if run.data.feature_scale.is_some() && dataset.is_text() {
+        return Err(TrainError::Input(format!(
+            "--feature-scale divides a table's features; {} is a text, read as token ids",
+            dataset.description
+        )));
+    }
     // A model that starts from weights of its own (an imported one's,
     // trained on what its exporter fed it) is fed a table divided by its
     // largest magnitude, as any run's: said, with the way to feed it the
@@ -1732,7 +1738,7 @@ fn fit_run(
             ),
             None => unconverged_remedy(run, summary.steps, &summary.records, guess, &remedy),
         };
-        note_worse_than_guessing(&sig, judged, &remedy, report);
+        note_worse_than_guessing(&sig, (judged, stopped.is_some()), &remedy, report);
     }
     // A registry the run stopped writing to (a failed write) is not told
     // the run finished: its curve there has a gap.
@@ -1809,7 +1815,7 @@ const FEW_STEPS: u64 = 200;
 /// ln 65, as a normal result).
 fn note_worse_than_guessing(
     sig: &Signature,
-    records: &[EpochRecord],
+    (records, best): (&[EpochRecord], bool),
     remedy: &dyn Fn(f64) -> String,
     report: &mut dyn Report,
 ) {
@@ -1838,8 +1844,9 @@ fn note_worse_than_guessing(
     } else {
         format!("training did not converge; {}", remedy(guess))
     };
+    let which = if best { format!("best epoch's ({})", last.epoch) } else { "final".to_string() };
     report.note(&format!(
-        "the final held-out loss {:.4} {} is above a uniform guess's over the model's {classes} classes (ln \
+        "the {which} held-out loss {:.4} {} is above a uniform guess's over the model's {classes} classes (ln \
          {classes} = {guess:.4}): the model predicts the held-out data worse than guessing; {why}",
         last.val_loss, last.unit
     ));
@@ -3569,7 +3576,8 @@ impl<'a> Loop<'a> {
             {
                 let kept = checkpoint
                     .and_then(Path::parent)
-                    .map_or(String::new(), |d| format!(" (its checkpoint: {})", d.join(BEST).display()));
+                    .and_then(|d| best_checkpoint(d, (loss, at)))
+                    .map_or(String::new(), |b| format!(" (its checkpoint: {})", b.display()));
                 suspend(bar.as_ref(), || {
                     report.note(&format!(
                         "--early-stop {patience}: the held-out loss has not gone below epoch {at}'s {loss:.4}{kept} \
@@ -4342,6 +4350,16 @@ pub const BEST: &str = "best.safetensors";
 /// Checkpoint metadata: the lowest held-out loss of the run so far and its
 /// epoch (what `best.safetensors` holds, and early stopping counts from).
 const BEST_KEYS: [&str; 2] = ["best_val_loss", "best_epoch"];
+
+/// `dir/best.safetensors` where it holds `best` (the loss and its epoch):
+/// a run forked into another directory, or a replay that stopped before
+/// its directory's later checkpoints, carries a best it did not write
+/// there.
+pub fn best_checkpoint(dir: &Path, (loss, epoch): (f64, usize)) -> Option<PathBuf> {
+    let path = dir.join(BEST);
+    let meta = aicf_runtime::checkpoint::read_metadata(&path).ok()?;
+    (meta.get("epoch") == Some(&epoch.to_string()) && meta.get(BEST_KEYS[0]) == Some(&loss.to_string())).then_some(path)
+}
 
 /// Where `checkpoint` (a run's `last.safetensors`) does not read, the
 /// checkpoint before it, said as a way on: `prev.safetensors`, and its

@@ -776,12 +776,56 @@ fn a_tied_embedding_table_imports_under_the_embeddings_name() {
     assert_eq!(dynamo.renamed_tables, [("m.lm_head.weight".to_string(), table.to_string())]);
     assert!(dynamo.tied.iter().any(|(_, w)| w == table), "{:?}", dynamo.tied);
     assert!(dynamo.sources.iter().any(|s| s == table) && !dynamo.sources.iter().any(|s| s.contains("lm_head")));
+    // `--freeze` by the export's name still names it.
+    let frozen = ImportOptions { freeze: vec!["m.lm_head.weight".into()], ..options.clone() };
+    let frozen = onnx::import(&fixture("hf_gpt2_labels_dynamo.onnx"), &frozen).unwrap();
+    assert!(!frozen.sources.iter().any(|s| s == table), "{:?}", frozen.sources);
     let torchscript = onnx::import(&fixture("hf_gpt2_labels.onnx"), &options).unwrap();
     assert!(torchscript.renamed_tables.is_empty());
     assert!(torchscript.sources.iter().any(|s| s == table), "{:?}", torchscript.sources);
     // An untied table keeps its name (nanoGPT-style `tok`, its own head).
     let untied = onnx::import(&fixture("lm_loss_dynamo.onnx"), &options).unwrap();
     assert!(untied.renamed_tables.is_empty() && untied.sources.iter().any(|s| s == "tok.weight"));
+    // A table an `*Embedding` module reads that no other layer reads, of
+    // its own (`pos.pos_weight`, a custom module's) or another module's
+    // name: not tied, kept as the export names it.
+    use aicf_onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto};
+    let gather = |table: &str, module: &str, class: &str| {
+        let meta = |k: &str, v: String| StringStringEntryProto { key: Some(k.into()), value: Some(v) };
+        let mut ids = float_value("ids", &[2, 3]);
+        if let Some(aicf_onnx::proto::type_proto::Value::TensorType(t)) =
+            ids.r#type.as_mut().and_then(|t| t.value.as_mut())
+        {
+            t.elem_type = Some(7);
+        }
+        let model = ModelProto {
+            ir_version: Some(8),
+            opset_import: vec![OperatorSetIdProto { version: Some(18), ..Default::default() }],
+            graph: Some(GraphProto {
+                name: Some("emb".into()),
+                node: vec![NodeProto {
+                    name: Some("node_embedding".into()),
+                    op_type: Some("Gather".into()),
+                    input: vec![table.into(), "ids".into()],
+                    output: vec!["e".into()],
+                    metadata_props: vec![
+                        meta("pkg.torch.onnx.name_scopes", format!("['', '{module}', 'embedding']")),
+                        meta("pkg.torch.onnx.class_hierarchy", format!("['M', '{class}', 'aten.embedding.default']")),
+                    ],
+                    ..Default::default()
+                }],
+                input: vec![ids],
+                output: vec![float_value("e", &[2, 3, 4])],
+                initializer: vec![float_init(table, vec![5, 4], (0..20).map(|i| i as f32).collect())],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+        onnx::import_model(&model, "emb.onnx", std::path::Path::new("."), &options).unwrap().renamed_tables
+    };
+    assert!(gather("pos.pos_weight", "pos", "__main__.PosEmbedding").is_empty());
+    assert!(gather("head.weight", "emb", "torch.nn.modules.sparse.Embedding").is_empty());
 }
 
 /// A loss of several terms: a class-weighted, label-smoothed
@@ -1134,6 +1178,18 @@ fn a_keras_dense_1_bias_trains_and_tf2onnx_folds_are_named() {
     assert_eq!(imported.sources.len(), 4, "{:?}", imported.sources);
     assert!(imported.sources.iter().any(|s| s == "out/bias:0"));
     assert_eq!(imported.tf2onnx_folds, None);
+    // A constant added after a layer of one output without a bias (`+ 3.0`
+    // in a scope of its own) stays a constant.
+    let shifted = graph(
+        vec![
+            node("m_1/out_1/MatMul", "MatMul", &["x", "out/kernel:0"], "o"),
+            node("m_1/plus3_1/add", "Add", &["o", "plus3_1/Const:0"], "y"),
+        ],
+        vec![float_init("out/kernel:0", vec![4, 1], vec![0.3; 4]), float_init("plus3_1/Const:0", vec![1], vec![3.0])],
+        "y",
+        &[2, 1],
+    );
+    assert_eq!(import(&shifted).sources, ["out/kernel:0"]);
     // Its bias dropped (zeros), and a batch norm folded into a convolution.
     let folded = graph(
         vec![
@@ -1170,6 +1226,34 @@ fn a_keras_dense_1_bias_trains_and_tf2onnx_folds_are_named() {
     let mut pytorch = norms.clone();
     pytorch.producer_name = Some("pytorch".into());
     assert!(import(&pytorch).untied_tf2onnx.is_empty());
+    // One Keras layer `ln` called twice (TensorFlow's scopes `ln_1`,
+    // `ln_3`): shared by the model, it stays one.
+    let shared = graph(
+        vec![
+            node("f_1/ln_1/mul", "Mul", &["x", "f_1/ln_1/Reshape:0"], "a"),
+            node("f_1/ln_3/mul", "Mul", &["a", "f_1/ln_1/Reshape:0"], "y"),
+        ],
+        vec![float_init("f_1/ln_1/Reshape:0", vec![4], vec![1.0; 4])],
+        "y",
+        &[2, 4],
+    );
+    assert!(import(&shared).untied_tf2onnx.is_empty());
+    // A norm's fresh scale with no shift after it (a beta of zeros dropped)
+    // is named; with one (an Add of its beta in its scope), it is not.
+    assert_eq!(import(&shared).tf2onnx_folds.unwrap().betaless, ["f_1/ln_1/mul", "f_1/ln_3/mul"]);
+    let shifted = graph(
+        vec![
+            node("f_1/ln_1/mul", "Mul", &["x", "f_1/ln_1/Reshape:0"], "a"),
+            node("f_1/ln_1/add_1", "Add", &["a", "f_1/ln_1/Reshape_1:0"], "y"),
+        ],
+        vec![
+            float_init("f_1/ln_1/Reshape:0", vec![4], vec![1.0; 4]),
+            float_init("f_1/ln_1/Reshape_1:0", vec![4], vec![0.5; 4]),
+        ],
+        "y",
+        &[2, 4],
+    );
+    assert_eq!(import(&shifted).tf2onnx_folds, None);
 }
 
 /// A bidirectional LSTM exported by dynamo at opset 17 (its records of
@@ -2004,6 +2088,11 @@ fn a_softmax_output_trains_by_the_cross_entropy_of_its_logits() {
     assert!(forward.contains("hl.softmax"), "{}", probs.module.text);
     let sig = aicf_compiler::train::data::Signature::of_source(&probs.module.text, "probs").unwrap();
     assert_eq!(sig.scores, aicf_compiler::train::data::Scores::Probabilities);
+    // Over another axis than the classes': the probabilities, said apart.
+    let model = one_node_model("probs", "Softmax", (&[2, 4], &[2, 4]), vec![int_attribute("axis", 0)], vec![], 17);
+    let options = ImportOptions { batch: None, loss: Loss::CrossEntropy, ..Default::default() };
+    let other = onnx::import_model(&model, "probs.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!((other.softmax_output, other.softmax_output_other_axis.as_deref()), (None, Some("probs")));
     // A LogSoftmax's cross-entropy is the logits' already: kept.
     let log = import("LogSoftmax", Loss::CrossEntropy);
     assert!(log.softmax_output.is_none() && log.module.text.contains("hl.log_softmax"));

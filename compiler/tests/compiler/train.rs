@@ -1777,6 +1777,19 @@ fn the_best_epoch_is_kept_and_early_stopping_ends_the_run_after_its_patience() {
     .unwrap();
     assert!((scored.loss - loss).abs() <= 1e-6 * loss, "{} vs {loss}", scored.loss);
     assert_eq!(scored.epoch.as_deref(), Some(at.to_string().as_str()));
+    assert_eq!(run::best_checkpoint(&dir.join("ck"), (loss, at)), Some(best.clone()));
+    // A fork into another directory carries the best it did not write
+    // there: no file of its own claims it.
+    let fork = RunOptions {
+        resume: false,
+        resume_from: Some(dir.join("ck").join("last.safetensors")),
+        checkpoint_dir: Some(dir.join("fork")),
+        out: dir.join("run-fork"),
+        ..run(2, false)
+    };
+    let forked = run::fit(&model, &options, std::slice::from_ref(&data), &fork, &mut Quiet).unwrap();
+    assert_eq!(forked.best, Some((loss, at)));
+    assert_eq!(run::best_checkpoint(&dir.join("fork"), (loss, at)), None);
     // Resumed with the same patience: spent, nothing trains.
     let again = run::fit(&model, &options, std::slice::from_ref(&data), &run(2, true), &mut Quiet).unwrap();
     assert_eq!(again.steps, first.steps);

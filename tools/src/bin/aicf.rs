@@ -2737,8 +2737,8 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         let more = u.len().saturating_sub(4);
         eprintln!(
             "note: tf2onnx keeps one initializer of equal values, so a fresh Keras model's norms (their ones and \
-             zeros) read one tensor; each layer reading it gets its own again ({} cop{}; a layer the model itself \
-             shares, called twice, would train apart too): {}{}",
+             zeros) read one tensor; each layer reading it gets its own again ({} cop{}; a layer the model calls \
+             twice, shared, stays one): {}{}",
             u.len(),
             if u.len() == 1 { "y" } else { "ies" },
             named.join(", "),
@@ -2784,6 +2784,16 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
                 some(&folds.biasless),
             ));
         }
+        if !folds.betaless.is_empty() {
+            what.push(format!(
+                "{} norm{} of a fresh scale read{} no shift ({}): tf2onnx drops a beta of zeros too, so such a norm \
+                 trains without one",
+                folds.betaless.len(),
+                if folds.betaless.len() == 1 { "" } else { "s" },
+                if folds.betaless.len() == 1 { "s" } else { "" },
+                some(&folds.betaless),
+            ));
+        }
         if !folds.norms_folded.is_empty() {
             what.push(format!(
                 "{} batch norm{} folded into the layer before (an inference-mode export: {}), which trains as one \
@@ -2799,6 +2809,13 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
              another bias_initializer){}",
             what.join("; "),
             if folds.norms_folded.is_empty() { "" } else { ", with its batch norms in training mode" }
+        );
+    }
+    if let Some(node) = &imported.softmax_output_other_axis {
+        eprintln!(
+            "note: the model's output is a Softmax (node '{node}') over another axis than the last, the classes a \
+             cross-entropy reads: @loss takes the probabilities as logits, and learns little; export the model \
+             without its final softmax (its logits) to train it"
         );
     }
     if let Some(node) = &imported.softmax_output {
@@ -3728,7 +3745,7 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     // The best epoch's checkpoint, where it is not the last one.
     if let (Some((loss, at)), Some(dir)) = (summary.best, &run.checkpoint_dir)
         && at != epochs
-        && dir.join(run::BEST).is_file()
+        && let Some(best) = run::best_checkpoint(dir, (loss, at))
     {
         let unit = last.map_or("", |r| r.unit.as_str());
         let accuracy = summary
@@ -3737,7 +3754,7 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
             .rfind(|r| r.epoch == at)
             .filter(|r| r.val_accuracy.is_finite())
             .map_or(String::new(), |r| format!(", accuracy {}", percent(r.val_accuracy)));
-        println!("best held-out loss {loss:.4} {unit} at epoch {at}{accuracy}: {}", dir.join(run::BEST).display());
+        println!("best held-out loss {loss:.4} {unit} at epoch {at}{accuracy}: {}", best.display());
     }
     if let Some(log) = &summary.decisions_log {
         println!(
