@@ -1724,13 +1724,12 @@ fn fit_run(
     if let Ok(summary) = &result {
         // A run early stopping ended is judged by its best epoch, the
         // model it kept.
-        let (judged, stopped) = match summary.best.filter(|_| summary.stopped_early) {
-            Some((_, at)) => {
-                let end = summary.records.iter().rposition(|r| r.epoch == at).map_or(summary.records.len(), |i| i + 1);
-                (&summary.records[..end], Some(at))
-            }
-            None => (&summary.records[..], None),
-        };
+        // (A fork holds no record of a best epoch its checkpoint's run
+        // had: judged by its own last.)
+        let best = summary.best.filter(|_| summary.stopped_early);
+        let at_best = best.and_then(|(_, at)| summary.records.iter().rposition(|r| r.epoch == at));
+        let judged = at_best.map_or(&summary.records[..], |i| &summary.records[..=i]);
+        let stopped = best.map(|(_, at)| at);
         let remedy = |guess: f64| match stopped {
             Some(at) => format!(
                 "--early-stop ended the run, its best held-out loss at epoch {at}: a lower learning rate, or more \
@@ -1738,7 +1737,7 @@ fn fit_run(
             ),
             None => unconverged_remedy(run, summary.steps, &summary.records, guess, &remedy),
         };
-        note_worse_than_guessing(&sig, (judged, stopped.is_some()), &remedy, report);
+        note_worse_than_guessing(&sig, (judged, at_best.is_some()), &remedy, report);
     }
     // A registry the run stopped writing to (a failed write) is not told
     // the run finished: its curve there has a gap.

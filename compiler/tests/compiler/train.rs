@@ -1787,9 +1787,14 @@ fn the_best_epoch_is_kept_and_early_stopping_ends_the_run_after_its_patience() {
         out: dir.join("run-fork"),
         ..run(2, false)
     };
-    let forked = run::fit(&model, &options, std::slice::from_ref(&data), &fork, &mut Quiet).unwrap();
+    let mut notes = Notes(Vec::new());
+    let forked = run::fit(&model, &options, std::slice::from_ref(&data), &fork, &mut notes).unwrap();
     assert_eq!(forked.best, Some((loss, at)));
     assert_eq!(run::best_checkpoint(&dir.join("fork"), (loss, at)), None);
+    // Its note names no file, and judges no record it lacks as the best.
+    let stop = notes.0.iter().find(|n| n.starts_with("--early-stop 2")).unwrap();
+    assert!(!stop.contains("its checkpoint"), "{stop}");
+    assert!(!notes.0.iter().any(|n| n.contains("best epoch's")), "{:?}", notes.0);
     // Resumed with the same patience: spent, nothing trains.
     let again = run::fit(&model, &options, std::slice::from_ref(&data), &run(2, true), &mut Quiet).unwrap();
     assert_eq!(again.steps, first.steps);
