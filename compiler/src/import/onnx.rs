@@ -440,6 +440,11 @@ pub struct Tf2OnnxFolds {
     pub betaless: Vec<String>,
 }
 
+/// A node as a message names it: its name, or its first output's.
+fn node_label(n: &proto::NodeProto) -> String {
+    if n.name().is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name().to_string() }
+}
+
 /// [`Tf2OnnxFolds`] of a tf2onnx export's `graph` (`None` where nothing was
 /// folded away).
 fn tf2onnx_folds(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> Option<Tf2OnnxFolds> {
@@ -456,6 +461,9 @@ fn tf2onnx_folds(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
         });
         // (A shift in the norm's scope: an Add or Sub of an initializer of
         // two values or more, tf2onnx's `beta - mean * scale` or `+ beta`.)
+        if !ones {
+            continue;
+        }
         let scope = n.name().rsplit_once('/').map(|(s, _)| format!("{s}/"));
         let shifted = scope.is_some_and(|scope| {
             graph.node.iter().any(|r| {
@@ -464,12 +472,8 @@ fn tf2onnx_folds(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
                     && r.input.iter().filter_map(|i| inits.get(i)).any(|t| t.elements() >= 2)
             })
         });
-        if ones && !shifted && n.output.first().is_some_and(|o| !biased(o)) {
-            folds.betaless.push(if n.name().is_empty() {
-                n.output.first().cloned().unwrap_or_default()
-            } else {
-                n.name().to_string()
-            });
+        if !shifted && n.output.first().is_some_and(|o| !biased(o)) {
+            folds.betaless.push(node_label(n));
         }
     }
     for n in &graph.node {
@@ -478,8 +482,7 @@ fn tf2onnx_folds(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
         if !layer || !n.input.get(1).and_then(|w| inits.get(w)).is_some_and(|t| t.dims.len() >= 2) {
             continue;
         }
-        let name =
-            if n.name().is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name().to_string() };
+        let name = node_label(n);
         if name.contains("/batchnorm/") {
             folds.norms_folded.push(name);
             continue;
@@ -849,7 +852,8 @@ fn import_model_at(
     };
     let graph = &live_graph;
     // (Before any fold of AICF's own.)
-    let tf2onnx_folds = (model.producer_name() == "tf2onnx").then(|| tf2onnx_folds(graph, &inits)).flatten();
+    let tf2onnx = model.producer_name() == "tf2onnx";
+    let tf2onnx_folds = tf2onnx.then(|| tf2onnx_folds(graph, &inits)).flatten();
     // Inputs no node reads: the dynamo exporter wires a tensor passed twice
     // (`model(ids, labels=ids)`) to one of its inputs, and the other is
     // read by nothing.
@@ -885,11 +889,8 @@ fn import_model_at(
     // And the zero biases it dropped, back.
     let restored = super::onnx_fold::restore_biases(&mut untied_nodes, &mut inits);
     // And what tf2onnx merged of a fresh Keras model's norms, apart.
-    let untied_tf2onnx = if model.producer_name() == "tf2onnx" {
-        super::onnx_fold::untie_tf2onnx(&mut untied_nodes, &mut inits)
-    } else {
-        Vec::new()
-    };
+    let untied_tf2onnx =
+        if tf2onnx { super::onnx_fold::untie_tf2onnx(&mut untied_nodes, &mut inits) } else { Vec::new() };
     // And a tied embedding table under the embedding's name.
     let mut value_info = graph.value_info.clone();
     let renamed_tables =
@@ -1203,7 +1204,7 @@ fn import_model_at(
         bound_batch: if symbolic { options.batch } else { None },
         batch_sizes: HashMap::new(),
         softmax_logits: None,
-        tf2onnx: model.producer_name() == "tf2onnx",
+        tf2onnx,
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
@@ -1432,9 +1433,7 @@ fn import_model_at(
         .flatten()
         .and_then(|out| graph.node.iter().find(|n| n.output.iter().any(|o| o == out)))
         .filter(|n| n.op_type() == "Softmax")
-        .map(
-            |n| if n.name().is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name().to_string() },
-        );
+        .map(node_label);
     Ok(Imported {
         module,
         weights,

@@ -454,14 +454,34 @@ pub(super) fn retie_transposes(
     tied
 }
 
+/// The float initializer other than `except` that holds exactly `values`
+/// (bit for bit) in shape `dims`: a weight's exact transpose, which both
+/// exporters write for an output layer tied to an embedding.
+fn holding<'a>(
+    inits: &'a HashMap<String, aicf_onnx::Tensor>,
+    except: &str,
+    values: &[f32],
+    dims: [usize; 2],
+) -> Option<&'a String> {
+    inits
+        .iter()
+        .find(|(n, o)| {
+            *n != except
+                && o.dims == dims
+                && matches!(&o.data, aicf_onnx::Data::F32(w)
+                    if w.len() == values.len() && w.iter().zip(values).all(|(a, b)| a.to_bits() == b.to_bits()))
+        })
+        .map(|(n, _)| n)
+}
+
 /// Values tf2onnx merged: its optimizer keeps one initializer of equal
 /// constants, so a fresh Keras model's norms (each LayerNormalization's
 /// gamma of ones, beta of zeros) read one tensor, and trained tied (each
 /// update the sum of all the layers' gradients). An initializer of two or
-/// more values, all ones or all zeros, read by nodes of several scopes
-/// (`lm_1/ln1_1/mul`, `lm_1/ln2_1/mul`) gets a copy for each scope past the
-/// one it is named in, named as the initializer in that scope
-/// (`lm_1/ln1_1/Reshape:0`). A layer's scope is its name with the suffix
+/// more values, all ones or all zeros, read by nodes of several Keras
+/// layers (`lm_1/ln1_1/mul`, `lm_1/ln2_1/mul`) gets a copy for each layer
+/// past the one it is named in, named as the initializer in that layer's
+/// scope (`lm_1/ln1_1/Reshape:0`). A layer's scope is its name with the suffix
 /// TensorFlow makes each call's unique (`ln_1`, `ln_3`: two calls of one
 /// Keras layer `ln`, shared, stay tied). Returns `(copy, original)` for
 /// each copy.
@@ -531,9 +551,11 @@ pub(super) fn untie_tf2onnx(
 /// (`m.transformer.wte.weight`, which `from_pretrained` reads: a
 /// checkpoint with only the head's name loads an untrained embedding). A
 /// Gather whose metadata places it in a module of an `Embedding` class
-/// (`pkg.torch.onnx.class_hierarchy`) reading a table not named
-/// `<module>.weight`, where that name is free, gets the table under it.
-/// Returns `(export's name, new name)` for each.
+/// (`pkg.torch.onnx.class_hierarchy`) reading another module's weight
+/// (`<other>.weight`) that is tied (another node reads it, or its exact
+/// transpose is an initializer too) gets the table under
+/// `<module>.weight`, where that name is free. Returns `(export's name,
+/// new name)` for each.
 pub(super) fn name_tables_by_embedding(
     graph: &GraphProto,
     nodes: &mut [NodeProto],
@@ -579,19 +601,12 @@ pub(super) fn name_tables_by_embedding(
         // head's copy both exporters write).
         let t = &inits[&table];
         let read_elsewhere = nodes.iter().enumerate().any(|(k, n)| k != i && n.input.iter().any(|x| *x == table));
-        let transposed = t.dims.len() == 2
-            && match &t.data {
-                aicf_onnx::Data::F32(v) => {
-                    let (rows, cols) = (t.dims[0], t.dims[1]);
-                    let flipped = transposed_values(v, rows, cols);
-                    inits.values().any(|o| {
-                        o.dims == [cols, rows]
-                            && matches!(&o.data, aicf_onnx::Data::F32(w)
-                                if w.iter().zip(&flipped).all(|(a, b)| a.to_bits() == b.to_bits()))
-                    })
-                }
-                aicf_onnx::Data::I64(_) => false,
-            };
+        let transposed = match (&t.data, t.dims.as_slice()) {
+            (aicf_onnx::Data::F32(v), &[rows, cols]) => {
+                holding(inits, &table, &transposed_values(v, rows, cols), [cols, rows]).is_some()
+            }
+            _ => false,
+        };
         if !read_elsewhere && !transposed {
             continue;
         }
@@ -798,13 +813,7 @@ pub(super) fn fold(
                 // the output layer is tied to, which both exporters write
                 // again, transposed): that weight, read twice, as the
                 // model reads it.
-                let twin = inits.iter().find(|(n, o)| {
-                    *n != init
-                        && o.dims == [cols, rows]
-                        && matches!(&o.data, aicf_onnx::Data::F32(w)
-                            if w.iter().zip(&values).all(|(a, b)| a.to_bits() == b.to_bits()))
-                });
-                if let Some((twin, _)) = twin {
+                if let Some(twin) = holding(inits, init, &values, [cols, rows]) {
                     removed.push(init.clone());
                     tied.push((init.clone(), twin.clone()));
                     let twin = twin.clone();
