@@ -91,6 +91,7 @@ pub const SUPPORTED: &[&str] = &[
     "Log",
     "LogSoftmax",
     "LSTM",
+    "Loop",
     "MatMul",
     "Max",
     "MaxPool",
@@ -124,6 +125,7 @@ pub const SUPPORTED: &[&str] = &[
     "Relu",
     "Reshape",
     "Resize",
+    "ReverseSequence",
     "RMSNormalization",
     "RNN",
     "RotaryEmbedding",
@@ -393,9 +395,10 @@ pub struct Imported {
     /// Whether a node of `noise` sets its own `seed` (not taken: the run's
     /// seed draws the numbers).
     pub noise_seeded: bool,
-    /// Each If the import traced (by name, or `#<index>`) and whether it
-    /// took its then branch.
-    pub branches: Vec<(String, bool)>,
+    /// Each decision the import took on what it knew: an If (by name, or
+    /// `#<index>`) and its branch ("then", "else"), a Loop and its
+    /// iterations ("8 iterations").
+    pub branches: Vec<(String, String)>,
     /// The graph's own loss, where `@loss` returns it ([`Loss::Graph`]).
     pub graph_loss: Option<GraphLoss>,
     /// Graph inputs no node reads (fed, and ignored): a dynamo export of a
@@ -476,8 +479,20 @@ fn tf2onnx_folds(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
             folds.betaless.push(node_label(n));
         }
     }
+    // What a loop reads (tf2onnx hoists a Keras GRU's input projection out
+    // of its while loop and adds the bias in the body): a bias is not
+    // looked for there, so nothing is said of a layer read so.
+    let looped: HashSet<&str> = graph
+        .node
+        .iter()
+        .filter(|n| n.op_type() == "Loop")
+        .flat_map(|n| n.input.iter().map(String::as_str).chain(subgraph_reads(n)))
+        .collect();
     for n in &graph.node {
         let layer = matches!(n.op_type(), "MatMul" | "Gemm" | "Conv" | "ConvTranspose");
+        if n.output.first().is_some_and(|o| looped.contains(o.as_str())) {
+            continue;
+        }
         // (A weight of the model's: an initializer, of two axes or more.)
         if !layer || !n.input.get(1).and_then(|w| inits.get(w)).is_some_and(|t| t.dims.len() >= 2) {
             continue;
@@ -695,16 +710,14 @@ pub fn import_model(
             if let Some(((at, taken), (_, then))) =
                 imported.branches.iter().zip(&again.branches).find(|((a, x), (b, y))| a == b && x != y)
             {
-                let branch = |t: bool| if t { "then" } else { "else" };
+                let what = if at.starts_with("Loop") { "its iterations" } else { "its branch" };
                 return Err(ImportError::Model {
                     model: name.to_string(),
                     message: format!(
-                        "If '{at}' takes its branch by the batch size ({} at batch {batch}, {} at {other}): the \
+                        "{at} takes {what} by the batch size ({taken} at batch {batch}, {then} at {other}): the \
                          imported model runs every batch size on one graph, so a batch of another size would take \
                          the wrong one; export with a static batch (no dynamic batch axis), where the exporter \
-                         decides it",
-                        branch(*taken),
-                        branch(*then)
+                         decides it"
                     ),
                 });
             }
@@ -1970,11 +1983,23 @@ fn choose_params(
                         | "Softplus"
                         | "Reciprocal"
                 ) && *k == 0;
+                // A Loop's carried value (tf2onnx passes a Keras GRU's
+                // weights through its while loop): as its body reads it.
+                let carried = || {
+                    (node.op_type() == "Loop" && *k >= 2)
+                        .then(|| attr(node, "body").and_then(|a| a.g.as_ref()).and_then(|b| b.input.get(*k)))
+                        .flatten()
+                        .map(|i| i.name())
+                };
                 weight
                     || (moves
                         && depth > 0
                         && node.output.first().is_some_and(|o| {
                             weight_use(consumers, generated, one_output, o, (elements, arithmetic, gather), depth - 1)
+                        }))
+                    || (depth > 0
+                        && carried().is_some_and(|i| {
+                            weight_use(consumers, generated, one_output, i, (elements, arithmetic, gather), depth - 1)
                         }))
             })
         })
@@ -2486,7 +2511,7 @@ struct Importer<'a> {
     /// Imported with a loss, to train (not `--loss none`, forward only).
     trains: bool,
     /// Each If traced, by its name, and whether it took its then branch.
-    branches: Vec<(String, bool)>,
+    branches: Vec<(String, String)>,
     /// Identity outputs that are initializers of their own (a fresh norm's
     /// running statistics): their Identity nodes are not traced.
     aliased: &'a HashSet<String>,
@@ -2530,7 +2555,7 @@ fn arity(op: &str) -> (usize, usize) {
         "BatchNormalization" => (5, 5),
         "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "LessOrEqual"
         | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul"
-        | "PRelu" | "CumSum" | "Tile" | "TopK" | "CastLike" => (2, 2),
+        | "PRelu" | "CumSum" | "Tile" | "TopK" | "CastLike" | "ReverseSequence" => (2, 2),
         "Conv" | "ConvTranspose" | "Gemm" | "SoftmaxCrossEntropyLoss" | "NegativeLogLikelihoodLoss" => (2, 3),
         "SequenceAt" => (2, 2),
         "SplitToSequence" => (1, 2),
@@ -2540,7 +2565,7 @@ fn arity(op: &str) -> (usize, usize) {
         "RotaryEmbedding" => (3, 4),
         "InstanceNormalization" | "GroupNormalization" => (3, 3),
         "Resize" => (1, 4),
-        "Max" | "Min" | "Concat" | "Einsum" => (1, usize::MAX),
+        "Max" | "Min" | "Concat" | "Einsum" | "Loop" => (1, usize::MAX),
         "Clip" | "Dropout" => (1, 3),
         "RandomNormal" | "RandomUniform" => (0, 0),
         "Pad" => (1, 4),
@@ -2582,6 +2607,8 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         | "exclusive"
         | "reverse"
         | "batch_dims"
+        | "batch_axis"
+        | "time_axis"
         | "blocksize"
         | "largest"
         | "sorted"
@@ -3735,24 +3762,15 @@ impl Importer<'_> {
         if node.op_type() == "If" {
             return self.trace_if(g, index, node, env);
         }
+        if node.op_type() == "Loop" {
+            return self.trace_loop(g, index, node, env, within);
+        }
         if matches!(node.op_type(), "SplitToSequence" | "SequenceAt" | "SequenceLength" | "ConcatFromSequence") {
             return self.trace_sequence(g, node, env).map_err(fail);
         }
         let mut ins = Vec::new();
         for n in &node.input {
-            if n.is_empty() {
-                ins.push(None);
-                continue;
-            }
-            if let Some(v) = env.get(n) {
-                ins.push(Some(v.clone()));
-            } else if self.params.contains(n) || self.states.contains(n) {
-                let t = self.param(&g, n).map_err(fail)?;
-                env.insert(n.clone(), V::T(t.clone()));
-                ins.push(Some(V::T(t)));
-            } else {
-                return Err(fail(format!("input '{n}' is not produced by any earlier node")));
-            }
+            ins.push(if n.is_empty() { None } else { Some(self.value(g, n, env).map_err(fail)?) });
         }
         let outs = self.node(&g, node, &ins).map_err(fail)?;
         if let Some(V::T(t)) = outs.iter().find(|v| matches!(v, V::T(t) if t.shape().contains(&0))) {
@@ -3773,6 +3791,190 @@ impl Importer<'_> {
             env.insert(name.clone(), v);
         }
         Ok(())
+    }
+
+    /// The value named `n`: the environment's, or a parameter's (made the
+    /// first time it is read).
+    fn value(&mut self, g: &Graph, n: &str, env: &mut HashMap<String, V>) -> R<V> {
+        if let Some(v) = env.get(n) {
+            Ok(v.clone())
+        } else if self.params.contains(n) || self.states.contains(n) {
+            let t = self.param(g, n)?;
+            env.insert(n.to_string(), V::T(t.clone()));
+            Ok(V::T(t))
+        } else {
+            Err(format!("input '{n}' is not produced by any earlier node"))
+        }
+    }
+
+    /// A Loop whose trip count and condition are known at import (tf2onnx
+    /// writes a Keras GRU or SimpleRNN as TensorFlow's while loop: a trip
+    /// count of the sequence's length, a condition of counters compared
+    /// with constants): unrolled, its body traced once per iteration into
+    /// the graph around it (whose values it reads), each iteration's
+    /// carried values the next one's, its scan outputs stacked on a new
+    /// first axis. A condition the model computes from its data is control
+    /// flow AICF does not compile.
+    fn trace_loop(
+        &mut self,
+        g: &Graph,
+        index: usize,
+        node: &NodeProto,
+        env: &mut HashMap<String, V>,
+        within: &str,
+    ) -> Result<(), ImportError> {
+        // Unrolled beyond this, a loop would make a graph too large to
+        // compile in reasonable time (an LSTM of 512 steps takes a minute).
+        const MOST: usize = 4096;
+        let (model, opset) = (self.name.clone(), self.opset);
+        let label = if node.name().is_empty() { format!("#{index}") } else { node.name().to_string() };
+        let fail = |message: String| node_error(&model, index, node, opset, format!("{message}{within}"));
+        let body = attr(node, "body").and_then(|a| a.g.as_ref()).ok_or_else(|| fail("no body".into()))?.clone();
+        let carried = node.input.len().saturating_sub(2);
+        if body.input.len() != carried + 2 {
+            return Err(fail(format!(
+                "its body takes {} inputs for the Loop's {carried} carried values (the iteration number and \
+                 the condition, then one for each)",
+                body.input.len()
+            )));
+        }
+        let Some(scans) = body.output.len().checked_sub(carried + 1) else {
+            return Err(fail(format!(
+                "its body has {} outputs for the Loop's {carried} carried values (the condition, then one for \
+                 each, then the scan outputs)",
+                body.output.len()
+            )));
+        };
+        if node.output.len() > carried + scans {
+            return Err(fail(format!(
+                "{} outputs; its body makes {carried} carried values and {scans} scan outputs",
+                node.output.len()
+            )));
+        }
+        let known = |v: V, what: &str| -> Result<f64, ImportError> {
+            match v {
+                V::C(c) if c.vals.len() == 1 => Ok(c.vals[0]),
+                V::C(c) => Err(fail(format!("a {what} of {:?} values, not one", c.dims))),
+                V::T(_) => Err(fail(format!(
+                    "its {what} is computed from the model's data: control flow that depends on the data is \
+                     not supported (a Loop whose trip count and condition are known at import is unrolled)"
+                ))),
+            }
+        };
+        let trip = match node.input.first().filter(|n| !n.is_empty()) {
+            Some(n) => Some(known(self.value(g, n, env).map_err(fail)?, "trip count")?.max(0.0) as usize),
+            None => None,
+        };
+        let mut go = match node.input.get(1).filter(|n| !n.is_empty()) {
+            Some(n) => known(self.value(g, n, env).map_err(fail)?, "condition")? != 0.0,
+            None => true,
+        };
+        let mut state = Vec::new();
+        for n in &node.input[2.min(node.input.len())..] {
+            if n.is_empty() {
+                return Err(fail("a carried value without a name".into()));
+            }
+            state.push(self.value(g, n, env).map_err(fail)?);
+        }
+        // The names the body defines, each iteration anew; none may name a
+        // value around it (ONNX forbids shadowing).
+        let mut defined: Vec<String> = body.input.iter().map(|i| i.name().to_string()).collect();
+        defined.extend(body.initializer.iter().map(|t| t.name().to_string()));
+        defined.extend(nodes_within(&body).iter().flat_map(|n| n.output.iter().filter(|o| !o.is_empty()).cloned()));
+        if let Some(shadow) = defined.iter().find(|d| env.contains_key(*d) || self.inits.contains_key(*d)) {
+            return Err(fail(format!(
+                "its body defines '{shadow}', a value of the graph around it (ONNX forbids shadowing)"
+            )));
+        }
+        let mut constants = Vec::new();
+        for t in &body.initializer {
+            let c = aicf_onnx::tensor(t, self.base)
+                .map_err(|e| fail(format!("initializer '{}' of its body: {e}", t.name())))?;
+            constants.push((t.name().to_string(), V::C(Const::from_onnx(&c))));
+        }
+        let mut scanned: Vec<Vec<V>> = vec![Vec::new(); scans];
+        let mut i = 0;
+        while go && trip.is_none_or(|m| i < m) {
+            if i == MOST {
+                return Err(fail(format!(
+                    "it runs more than {MOST} iterations{}: AICF unrolls a loop, and one this long makes a graph \
+                     too large to compile",
+                    if trip.is_none() { " (no trip count, and its condition stays true)" } else { "" }
+                )));
+            }
+            let within = format!(" (iteration {i} of Loop '{label}'){within}");
+            let mut bound = vec![
+                (body.input[0].name().to_string(), V::C(Const::scalar(i as f64, false))),
+                (body.input[1].name().to_string(), V::C(Const::scalar(1.0, false))),
+            ];
+            bound.extend(body.input[2..].iter().map(|b| b.name().to_string()).zip(state.drain(..)));
+            bound.extend(constants.iter().cloned());
+            env.extend(bound);
+            for inner in &body.node {
+                self.trace_node(g, index, inner, env, &within)?;
+            }
+            let mut outs = Vec::new();
+            for o in &body.output {
+                outs.push(
+                    env.get(o.name())
+                        .cloned()
+                        .ok_or_else(|| fail(format!("its body's output '{}' is not produced{within}", o.name())))?,
+                );
+            }
+            for d in &defined {
+                env.remove(d);
+            }
+            let mut outs = outs.into_iter();
+            go = known(outs.next().unwrap_or(V::C(Const::scalar(0.0, false))), "condition")? != 0.0;
+            state.extend(outs.by_ref().take(carried));
+            for (k, v) in outs.enumerate() {
+                scanned[k].push(v);
+            }
+            i += 1;
+        }
+        self.branches.push((format!("Loop '{label}'"), format!("{i} iterations")));
+        let mut results = state;
+        for (k, values) in scanned.into_iter().enumerate() {
+            results.push(self.stack(g, &values).map_err(|m| fail(format!("scan output {k}: {m}")))?);
+        }
+        for (name, v) in node.output.iter().zip(results) {
+            if !name.is_empty() {
+                if env.contains_key(name) {
+                    return Err(fail(format!("its output '{name}' is already a value of the graph")));
+                }
+                env.insert(name.clone(), v);
+            }
+        }
+        Ok(())
+    }
+
+    /// A Loop's scan output: each iteration's value, stacked on a new
+    /// first axis (constants where all are).
+    fn stack(&self, g: &Graph, values: &[V]) -> R<V> {
+        let Some(first) = values.first() else {
+            return Err("the loop ran no iteration, so it has no value (an empty tensor)".into());
+        };
+        let dims = shape_of(first);
+        if let Some(k) = values.iter().position(|v| shape_of(v) != dims) {
+            return Err(format!("iteration {k} makes {:?} where the first made {dims:?}", shape_of(&values[k])));
+        }
+        if let Some(cs) =
+            values.iter().map(|v| if let V::C(c) = v { Some(c) } else { None }).collect::<Option<Vec<_>>>()
+        {
+            let mut out = Const { dims: [vec![values.len()], dims].concat(), vals: Vec::new(), float: cs[0].float };
+            for c in cs {
+                out.vals.extend(&c.vals);
+            }
+            return Ok(V::C(out));
+        }
+        let mut parts = Vec::new();
+        for v in values {
+            let t = self.tensor(g, v, None)?;
+            let lifted: Vec<i64> = std::iter::once(1).chain(t.shape().iter().map(|&d| d as i64)).collect();
+            parts.push(nn(t.reshape(&lifted))?);
+        }
+        let refs: Vec<&Tensor> = parts.iter().collect();
+        Ok(V::T(nn(Tensor::concat(&refs, 0))?))
     }
 
     /// An If whose condition is known at import (TorchScript's exports
@@ -3800,7 +4002,8 @@ impl Importer<'_> {
                 ));
             }
         };
-        self.branches.push((if node.name().is_empty() { format!("#{index}") } else { node.name().to_string() }, taken));
+        let label = if node.name().is_empty() { format!("#{index}") } else { node.name().to_string() };
+        self.branches.push((format!("If '{label}'"), (if taken { "then" } else { "else" }).to_string()));
         let name = if taken { "then_branch" } else { "else_branch" };
         let branch = node
             .attribute
@@ -6783,6 +6986,38 @@ impl Importer<'_> {
                     (0..rank).map(|i| if axes.contains(&i) { 1 } else { src.next().copied().unwrap_or(1) }).collect()
                 };
                 reshape_v(self, g, input(0)?, &shape)
+            }
+            // tf2onnx's `ReverseV2` of a sequence (a Keras RNN with
+            // `go_backwards`, a Bidirectional's backward half): lengths the
+            // import knows (the shape's), one for every row.
+            "ReverseSequence" => {
+                let x = self.tensor(g, input(0)?, None)?;
+                let lens = konst(1, "sequence_lens")?;
+                if x.rank() < 2 {
+                    return Err(format!("an input of rank {}; ReverseSequence takes at least 2", x.rank()));
+                }
+                let (time, batch) = (attr_i(node, "time_axis", 0), attr_i(node, "batch_axis", 1));
+                if !matches!((time, batch), (0, 1) | (1, 0)) {
+                    return Err(format!("time_axis {time} and batch_axis {batch}: one is 0, the other 1"));
+                }
+                let (steps, rows) = (x.shape()[time as usize], x.shape()[batch as usize]);
+                if lens.vals.len() != rows {
+                    return Err(format!("{} sequence lengths for a batch of {rows}", lens.vals.len()));
+                }
+                let len = lens.vals.first().copied().unwrap_or(0.0);
+                if lens.vals.iter().any(|&l| l != len) {
+                    return Err(format!(
+                        "sequence lengths {:?} that differ between rows are not supported (a batch's rows are \
+                         reversed alike)",
+                        lens.as_ints()
+                    ));
+                }
+                if !(len >= 1.0 && len <= steps as f64) {
+                    return Err(format!("a sequence length of {len} for {steps} steps (from 1 to {steps})"));
+                }
+                let len = len as usize;
+                let order: Vec<usize> = (0..len).rev().chain(len..steps).collect();
+                one(nn(x.gather(&tap_indices(g, &order)?, time))?)
             }
             "Transpose" => {
                 let dims = shape_of(input(0)?);

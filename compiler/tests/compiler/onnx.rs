@@ -1027,9 +1027,15 @@ fn a_dynamo_exports_folded_tables_tokens_and_scalars_train_as_pytorchs() {
 /// parameters are exactly PyTorch's: none more (a constant trained), none
 /// fewer (a parameter kept constant).
 fn one_sgd_step_matches_pytorch(name: &str, ours: &[(&str, &str)]) {
+    one_sgd_step_matches(name, ours, &ImportOptions::default());
+}
+
+/// [`one_sgd_step_matches_pytorch`] of a fixture imported with `options`
+/// (its reference keeps the `torch.` names, whichever framework made it).
+fn one_sgd_step_matches(name: &str, ours: &[(&str, &str)], options: &ImportOptions) {
     let io = io(name);
     let (x, labels) = (&io["input0"], &io["labels"]);
-    let imported = onnx::import(&fixture(&format!("{name}.onnx")), &ImportOptions::default()).unwrap();
+    let imported = onnx::import(&fixture(&format!("{name}.onnx")), options).unwrap();
     let dir = scratch(format!("onnx-{name}"));
     let mut t = sgd_trainer(&imported, &dir, name);
     let out = t.predict(&[x]).unwrap();
@@ -1282,6 +1288,156 @@ fn a_dynamo_lstm_converted_to_opset_17_trains_its_gates() {
     let after = t.predict(&[x]).unwrap();
     let e = relative(&after[0].values, &io["torch.output_after"].values);
     assert!(e <= 1e-5, "the output after a step differs from PyTorch's by {e:.2e} (relative)");
+}
+
+/// A Keras GRU (returning its sequence) and a SimpleRNN reading it
+/// backwards, exported by tf2onnx as TensorFlow's while loops (ONNX
+/// `Loop`s carrying the weights) and a `ReverseSequence` (both refused):
+/// each loop unrolls over the sequence's 6 steps, and one SGD step
+/// matches Keras's in every weight (fixture from
+/// `tools/onnx/export_keras.py`). Its batch is symbolic: imported at 4
+/// rows, the loops take the same iterations at other batch sizes.
+#[test]
+fn keras_recurrent_layers_exported_as_loops_train_as_keras() {
+    let options = ImportOptions { batch: Some(4), ..Default::default() };
+    let imported = onnx::import(&fixture("keras_gru.onnx"), &options).unwrap();
+    // (Each function traced, @forward and @loss, unrolls them.)
+    let loops: std::collections::BTreeSet<&str> = imported.branches.iter().map(|(at, _)| at.as_str()).collect();
+    assert_eq!(loops.len(), 2, "{:?}", imported.branches);
+    assert!(
+        imported.branches.iter().all(|(at, n)| at.starts_with("Loop") && n == "6 iterations"),
+        "{:?}",
+        imported.branches
+    );
+    // (tf2onnx adds the GRU's input bias in the loop's body: no layer is
+    // said to have lost its bias.)
+    assert_eq!(imported.tf2onnx_folds, None);
+    one_sgd_step_matches("keras_gru", &[], &options);
+}
+
+/// A GRU written with `jax.lax.scan`, which jax2onnx exports as a `Loop`
+/// (a trip count of the sequence's 6 steps, a condition that stays true,
+/// the weights read from the graph around the body), trains as optax's
+/// SGD step (fixture from `tools/onnx/export_jax.py`).
+#[test]
+fn a_jax_scan_exported_as_a_loop_trains_as_optax() {
+    one_sgd_step_matches("jax_scan", &[], &ImportOptions { batch: Some(4), ..Default::default() });
+}
+
+/// A Loop is unrolled where the import knows when it ends: a trip count
+/// of 3 steps a carried value and stacks a scan output (the body reading a
+/// weight of the graph around it, which trains); a condition computed
+/// from the data, a loop that never ends, and a body of the wrong arity
+/// are refused by name.
+#[test]
+fn a_loop_known_at_import_unrolls_and_one_on_the_data_is_refused() {
+    use aicf_onnx::proto::{AttributeProto, GraphProto, ModelProto, OperatorSetIdProto, TensorProto, attribute_proto};
+    let int_init = |name: &str, v: i64| TensorProto {
+        name: Some(name.into()),
+        data_type: Some(7),
+        int64_data: vec![v],
+        ..Default::default()
+    };
+    let looped = |inputs: &[&str], outputs: &[&str], body: GraphProto| aicf_onnx::proto::NodeProto {
+        name: Some("steps".into()),
+        op_type: Some("Loop".into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        attribute: vec![AttributeProto {
+            name: Some("body".into()),
+            g: Some(body),
+            r#type: Some(attribute_proto::AttributeType::Graph as i32),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let body = |nodes, cond_out: &str, outputs: &[&str]| GraphProto {
+        name: Some("body".into()),
+        node: nodes,
+        input: vec![float_value("i", &[]), float_value("cond_in", &[]), float_value("h", &[2, 3])],
+        output: std::iter::once(cond_out).chain(outputs.iter().copied()).map(|o| float_value(o, &[])).collect(),
+        ..Default::default()
+    };
+    let model = |loop_node, initializer, output: &str| ModelProto {
+        ir_version: Some(9),
+        opset_import: vec![OperatorSetIdProto { version: Some(13), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("loop".into()),
+            node: vec![loop_node],
+            input: vec![float_value("x", &[2, 3])],
+            output: vec![float_value(output, &[2, 3])],
+            initializer,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
+    let dir = scratch("onnx-loop");
+    // h <- h * w three times; the scan output holds each step's h.
+    let steps = body(
+        vec![node("scale", "Mul", &["h", "w"], "h2"), node("keep", "Identity", &["cond_in"], "cond_out")],
+        "cond_out",
+        &["h2", "h2"],
+    );
+    let good = model(
+        looped(&["trips", "", "x"], &["last", "every"], steps.clone()),
+        vec![int_init("trips", 3), float_init("w", vec![3], vec![0.5, 2.0, -1.0])],
+        "last",
+    );
+    let imported = onnx::import_model(&good, "loop.onnx", &dir, &options).unwrap();
+    assert_eq!(imported.sources, ["w"]);
+    assert_eq!(imported.branches, [("Loop 'steps'".to_string(), "3 iterations".to_string())]);
+    // (The interpreter binds no parameter: w frozen, a constant.)
+    let options = ImportOptions { freeze: vec!["w".into()], ..options };
+    let imported = onnx::import_model(&good, "loop.onnx", &dir, &options).unwrap();
+    let x = vec![1.0, 1.0, 1.0, 2.0, 3.0, 4.0];
+    let input = aicf_compiler::interp::Array::new(vec![2, 3], aicf_compiler::types::DType::F32, x).unwrap();
+    let y = interpreted_forward(&imported, &dir, "loop", input.clone());
+    assert_eq!(y[0].data, [0.125, 8.0, -1.0, 0.25, 24.0, -4.0]);
+    let mut stacked = good.clone();
+    let graph = stacked.graph.as_mut().unwrap();
+    graph.output = vec![float_value("every", &[3, 2, 3])];
+    let imported = onnx::import_model(&stacked, "loop.onnx", &dir, &options).unwrap();
+    let y = interpreted_forward(&imported, &dir, "stacked", input);
+    assert_eq!(y[0].shape, [3, 2, 3]);
+    assert_eq!(y[0].data[..6], [0.5, 2.0, -1.0, 1.0, 6.0, -4.0]);
+    assert_eq!(y[0].data[12..], [0.125, 8.0, -1.0, 0.25, 24.0, -4.0]);
+    let refused = |m: &ModelProto| onnx::import_model(m, "loop.onnx", &dir, &options).unwrap_err().to_string();
+    // Go on while the sum of h is positive: the data decides.
+    let on_data = body(
+        vec![
+            node("scale", "Mul", &["h", "w"], "h2"),
+            node("sum", "ReduceSum", &["h2"], "s"),
+            node("positive", "Greater", &["s", "zero"], "go"),
+        ],
+        "go",
+        &["h2"],
+    );
+    let mut m = model(
+        looped(&["trips", "", "x"], &["last"], on_data),
+        vec![int_init("trips", 3), float_init("w", vec![3], vec![0.5, 2.0, -1.0])],
+        "last",
+    );
+    m.graph.as_mut().unwrap().initializer.push(float_init("zero", vec![], vec![0.0]));
+    let e = refused(&m);
+    assert!(e.contains("node 'steps' (Loop, opset 13): its condition is computed from the model's data"), "{e}");
+    // No trip count, a condition that stays true.
+    let endless = model(
+        looped(&["", "", "x"], &["last"], steps.clone()),
+        vec![float_init("w", vec![3], vec![0.5, 2.0, -1.0])],
+        "last",
+    );
+    let e = refused(&endless);
+    assert!(e.contains("it runs more than 4096 iterations (no trip count, and its condition stays true)"), "{e}");
+    // A body of two carried values for the Loop's one.
+    let mut wrong = steps;
+    wrong.input.push(float_value("extra", &[2, 3]));
+    let e = refused(&model(
+        looped(&["trips", "", "x"], &["last"], wrong),
+        vec![int_init("trips", 3), float_init("w", vec![3], vec![0.5, 2.0, -1.0])],
+        "last",
+    ));
+    assert!(e.contains("its body takes 4 inputs for the Loop's 1 carried values"), "{e}");
 }
 
 /// A layer reading a weight transposed (`F.linear(z, enc.weight.t(),

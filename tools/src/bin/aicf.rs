@@ -2736,8 +2736,8 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         let named: Vec<String> = u.iter().take(4).map(|(c, i)| format!("'{c}' (from '{i}')")).collect();
         let more = u.len().saturating_sub(4);
         eprintln!(
-            "note: tf2onnx keeps one initializer of equal values, so a fresh Keras model's norms (their ones and \
-             zeros) read one tensor; each layer reading it gets its own again ({} cop{}; a layer the model calls \
+            "note: tf2onnx keeps one initializer of equal values, so a fresh Keras model's equal weights (its \
+             norms' ones and zeros, its recurrent layers' zero biases) read one tensor; each layer reading it gets its own again ({} cop{}; a layer the model calls \
              twice, shared, stays one): {}{}",
             u.len(),
             if u.len() == 1 { "y" } else { "ies" },
