@@ -1218,6 +1218,7 @@ fn import_model_at(
         batch_sizes: HashMap::new(),
         softmax_logits: None,
         tf2onnx,
+        pytorch: model.producer_name() == "pytorch",
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
@@ -2544,6 +2545,10 @@ struct Importer<'a> {
     softmax_logits: Option<Tensor>,
     /// Whether tf2onnx wrote the model (a Keras model's layers).
     tf2onnx: bool,
+    /// Whether PyTorch wrote the model: a training BatchNorm's running
+    /// variance takes the batch's unbiased variance, as PyTorch's does;
+    /// the ONNX spec's, Keras's and Flax's take the biased one.
+    pytorch: bool,
 }
 
 /// How many inputs an op takes, least and most (over the opsets the
@@ -5718,9 +5723,12 @@ impl Importer<'_> {
                             .into());
                     };
                     // Batch statistics (biased variance), and the running
-                    // statistics' update as PyTorch's BatchNorm makes it
-                    // (with the unbiased variance); momentum m keeps m of
-                    // the old value (ONNX's convention: PyTorch's 0.1 is 0.9).
+                    // statistics' update as the exporting framework makes
+                    // it: PyTorch's with the unbiased variance; the ONNX
+                    // spec's (Keras's, Flax's: jax2onnx) with the biased
+                    // one, as the batch normalizes by. Momentum m keeps m
+                    // of the old value (ONNX's convention: PyTorch's 0.1 is
+                    // 0.9).
                     let axes: Vec<i64> = (0..x.rank() as i64).filter(|&a| a != 1).collect();
                     let mean = nn(x.mean(&axes, true))?;
                     let centred = nn(x.sub(&mean))?;
@@ -5732,14 +5740,19 @@ impl Importer<'_> {
                     // batch) updated its running variance by the import's
                     // (0.1 * 96/95 where PyTorch's 1-row batch takes 16/15).
                     // Where a batch has one value per channel, 1.
-                    let ones = nn(x.mul_scalar(0.0).and_then(|z| z.add_scalar(1.0)))?;
-                    let count = flat(&nn(ones.sum(&axes, true))?)?;
-                    let one = nn(count.scalar(1.0))?;
-                    let unbiased =
-                        nn(count.add_scalar(-1.0).and_then(|d| d.maximum(&one)).and_then(|d| count.div(&d)))?;
+                    let batch_var = if self.pytorch {
+                        let ones = nn(x.mul_scalar(0.0).and_then(|z| z.add_scalar(1.0)))?;
+                        let count = flat(&nn(ones.sum(&axes, true))?)?;
+                        let one = nn(count.scalar(1.0))?;
+                        let unbiased =
+                            nn(count.add_scalar(-1.0).and_then(|d| d.maximum(&one)).and_then(|d| count.div(&d)))?;
+                        nn(flat(&var)?.mul(&unbiased))?
+                    } else {
+                        flat(&var)?
+                    };
                     let batch_mean = nn(flat(&mean)?.mul_scalar(1.0 - momentum))?;
                     let next_mean = nn(rm.mul_scalar(momentum).and_then(|a| a.add(&batch_mean)))?;
-                    let batch_var = nn(flat(&var)?.mul(&unbiased).and_then(|v| v.mul_scalar(1.0 - momentum)))?;
+                    let batch_var = nn(batch_var.mul_scalar(1.0 - momentum))?;
                     let next_var = nn(rv.mul_scalar(momentum).and_then(|a| a.add(&batch_var)))?;
                     g.set_state(mean_name, &next_mean).map_err(|e| e.to_string())?;
                     g.set_state(var_name, &next_var).map_err(|e| e.to_string())?;

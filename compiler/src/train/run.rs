@@ -808,6 +808,9 @@ const FLOPS_KEY: &str = "train_flops";
 /// The rows a step of the checkpoint's run took (batch x micro-batches x
 /// replicas).
 const GLOBAL_BATCH_KEY: &str = "global_batch";
+/// The schedule's step less the optimizer's (absent: 0), where a run
+/// resumed at another global batch moved it.
+const SCHEDULE_SHIFT_KEY: &str = "schedule_shift";
 const ACCUMULATE_KEY: &str = "accumulate";
 
 /// The micro-batches a step of `checkpoint`'s run took (`--accumulate`;
@@ -2197,6 +2200,13 @@ struct Loop<'a> {
     /// Dropout's seed.
     seed: u64,
     first_epoch: usize,
+    /// The schedule's step less the optimizer's: resumed at another global
+    /// batch, the schedule goes on from the checkpoint's place in its
+    /// epochs (counted in this run's batches), not from its step count (a
+    /// fork at a larger batch spent the rest of its run at the floor).
+    schedule_shift: i64,
+    /// Resumed from a checkpoint of another global batch.
+    rebatched: bool,
     /// Where in its epoch the run stands: set where a FLOPs budget ended
     /// it mid-epoch (saved with the checkpoint), or read from such a
     /// checkpoint (where a resume starts).
@@ -2357,6 +2367,8 @@ impl<'a> Loop<'a> {
             rng: 0,
             seed: run.seed & ((1 << 52) - 1),
             first_epoch: 1,
+            schedule_shift: 0,
+            rebatched: false,
             within: None,
             held_within: None,
             records: Vec::new(),
@@ -2610,6 +2622,10 @@ impl<'a> Loop<'a> {
             && before != global
         {
             self.changed.push(format!("the global batch ({before} rows a step, now {global}: --accumulate, --nproc)"));
+            self.rebatched = true;
+        } else if let Some(v) = meta.get(SCHEDULE_SHIFT_KEY) {
+            self.schedule_shift =
+                v.parse().map_err(|_| corrupt(format!("{SCHEDULE_SHIFT_KEY} {v:?} is not a count")))?;
         }
         // A replay in place (resumed from an earlier checkpoint of its own
         // directory) rewrites the directory's later checkpoints: as they
@@ -2634,7 +2650,8 @@ impl<'a> Loop<'a> {
             report.note(&format!(
                 "the checkpoint's run took global batches of {before} rows a step, this one {global} (--batch, --accumulate, \
                  --nproc): its steps go on counting from the checkpoint's step in batches of {global}, so an epoch \
-                 takes another number of them and a --lr-schedule moves to where that step count falls"
+                 takes another number of them, and a --lr-schedule goes on from the checkpoint's place in its epochs \
+                 (counted in this run's batches, as its warm-up is)"
             ));
         }
         if let Some(v) = meta.get(FLOPS_KEY) {
@@ -3074,6 +3091,9 @@ impl<'a> Loop<'a> {
         if let Some(r) = self.reference_loss {
             meta.insert("reference_loss".into(), r.to_string());
         }
+        if self.schedule_shift != 0 {
+            meta.insert(SCHEDULE_SHIFT_KEY.into(), self.schedule_shift.to_string());
+        }
         if let Some((loss, at)) = self.best {
             meta.insert(BEST_KEYS[0].into(), loss.to_string());
             meta.insert(BEST_KEYS[1].into(), at.to_string());
@@ -3226,6 +3246,11 @@ impl<'a> Loop<'a> {
     /// Steps a FLOPs budget still buys at the current model's FLOPs per
     /// step of `rows` examples (none without a budget, or where the step
     /// counts none).
+    /// The schedule's step for the optimizer's `step` ([`Self::schedule_shift`]).
+    fn schedule_step(&self, step: u64) -> u64 {
+        (step as i64).saturating_add(self.schedule_shift).max(0) as u64
+    }
+
     fn budget_steps_left(&self, run: &RunOptions, rows: usize) -> Option<u64> {
         let budget = run.flops_budget?;
         let per = step_flops(self.adaptive.trainer(), rows);
@@ -3237,6 +3262,11 @@ impl<'a> Loop<'a> {
         // micro-batches each adds.
         let global = self.batch * self.micro * self.replicas;
         let steps_per_epoch = self.data.train_len().div_ceil(global);
+        if self.rebatched {
+            let done =
+                (self.first_epoch.saturating_sub(1) * steps_per_epoch + self.within.map_or(0, |w| w.batch)) as i64;
+            self.schedule_shift = done - self.adaptive.trainer().steps() as i64;
+        }
         let writes = self.rank == 0;
         let mut device = self.adaptive.trainer().backend().device();
         if let Some(c) = &self.comm {
@@ -3303,7 +3333,7 @@ impl<'a> Loop<'a> {
             device,
         });
         if let LrSchedule::Cosine { warmup_steps, .. } | LrSchedule::Wsd { warmup_steps, .. } = run.lr_schedule {
-            let step = self.adaptive.trainer().steps();
+            let step = self.schedule_step(self.adaptive.trainer().steps());
             let total = schedule_steps(run, (steps_per_epoch, step), self.budget_steps_left(run, global));
             // The warm-up's step s runs at lr (s + 1) / warmup: one as long
             // as the run reaches --lr at its last step (it was said never to).
@@ -3642,10 +3672,14 @@ impl<'a> Loop<'a> {
                     p.before_step(self.adaptive.trainer_mut());
                 }
                 let progress = Progress { epoch, batch: b + 1, rng: epoch_rng };
-                let total = schedule_steps(run, (steps_per_epoch, step), self.budget_steps_left(run, global));
+                let at = self.schedule_step(step);
+                let total = schedule_steps(run, (steps_per_epoch, at), self.budget_steps_left(run, global));
                 // From the last growth under the policy's restart_schedule.
-                let from = self.adaptive.schedule_from().min(step);
-                let lr = run.lr_schedule.at(run.lr, step - from, total.saturating_sub(from));
+                let from = match self.adaptive.schedule_from() {
+                    0 => 0,
+                    from => self.schedule_step(from).min(at),
+                };
+                let lr = run.lr_schedule.at(run.lr, at - from, total.saturating_sub(from));
                 last_lr = lr;
                 let outcome =
                     self.adaptive.step_micro(&refs, lr, progress).map_err(|e| match e {

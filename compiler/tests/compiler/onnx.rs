@@ -2410,6 +2410,53 @@ fn a_batch_norm_s_running_variance_follows_the_batch_it_runs_at() {
     assert_eq!(aicf_compiler::pipeline::batch_of_same_model(&four, &eight, "resnet_digits.mlir"), Some(8));
 }
 
+/// A training batch norm's running variance takes the batch's variance as
+/// the exporting framework does: unbiased (n / (n - 1)) from PyTorch's
+/// exporter; biased from any other (the ONNX spec's, Keras's, Flax's via
+/// jax2onnx: it took PyTorch's, 32/31 of the batch term off Flax's).
+#[test]
+fn a_batch_norms_running_variance_is_the_exporting_frameworks() {
+    use aicf_onnx::proto::{GraphProto, ModelProto, OperatorSetIdProto};
+    let x = [1.0f32, 2.0, 3.0, 5.0, 0.0, 4.0, 2.0, 2.0];
+    let model = |producer: &str| ModelProto {
+        ir_version: Some(8),
+        producer_name: Some(producer.into()),
+        opset_import: vec![OperatorSetIdProto { version: Some(15), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("bn".into()),
+            node: vec![{
+                let mut n = node("bn", "BatchNormalization", &["x", "bn.weight", "bn.bias", "bn.mean", "bn.var"], "y");
+                n.attribute.push(float_attribute("momentum", 0.5));
+                n
+            }],
+            input: vec![float_value("x", &[4, 2])],
+            output: vec![float_value("y", &[4, 2])],
+            initializer: vec![
+                float_init("bn.weight", vec![2], vec![1.0, 2.0]),
+                float_init("bn.bias", vec![2], vec![0.5, 0.0]),
+                float_init("bn.mean", vec![2], vec![0.0, 0.0]),
+                float_init("bn.var", vec![2], vec![1.0, 1.0]),
+            ],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    // Channel 0 holds 1, 3, 0, 2 (biased variance 1.25, unbiased 5/3);
+    // channel 1 holds 2, 5, 4, 2 (1.6875 and 2.25).
+    for (producer, want) in [("pytorch", [0.5 + 0.5 * 5.0 / 3.0, 0.5 + 0.5 * 2.25]), ("jax2onnx", [1.125, 1.34375])] {
+        let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+        let dir = scratch(format!("onnx-bn-{producer}"));
+        let imported = onnx::import_model(&model(producer), "bn.onnx", &dir, &options).unwrap();
+        let mut t = sgd_trainer(&imported, &dir, "bn");
+        let input = Tensor::new(vec![4, 2], aicf_runtime::artifact::DType::F32, x.iter().map(|&v| v as f64).collect());
+        let target = Tensor::new(vec![4, 2], aicf_runtime::artifact::DType::F32, vec![0.0; 8]);
+        t.step(&[&input, &target], 0.1).unwrap();
+        let var = &t.state()["bn.var"];
+        let diff = var.values.iter().zip(want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(diff <= 1e-6, "{producer}: running variance {:?}, want {want:?}", var.values);
+    }
+}
+
 /// A training-mode export (`torch.onnx.TrainingMode.TRAINING`): batch
 /// norms with `training_mode=1` and outputs for the updated statistics,
 /// dropouts with `training_mode` true and a mask output, none of them used.

@@ -369,7 +369,7 @@ enum Command {
         #[arg(long, default_value_t = 3e-3, allow_negative_numbers = true)]
         lr: f64,
         /// Passes over the training data (a resumed run: the epoch to end
-        /// at).
+        /// at; left out, the checkpoint's run's).
         #[arg(long, allow_negative_numbers = true, default_value_t = 10)]
         epochs: usize,
         /// Seeds the initial parameters (with the model's own seed), the
@@ -1012,7 +1012,7 @@ fn main() {
                 .filter(|c| c.is_file());
             resumed_from = checkpoint.clone();
             let (mut windows_per_epoch, mut eval_windows) = (windows_per_epoch, eval_windows);
-            let (mut lr, mut seed, mut val_split) = (lr, seed, val_split);
+            let (mut lr, mut seed, mut val_split, mut epochs) = (lr, seed, val_split, epochs);
             let (mut lr_schedule, mut warmup_steps, mut min_lr_factor, mut decay_fraction, mut decay_steps) =
                 (lr_schedule, warmup_steps, min_lr_factor, decay_fraction, decay_steps);
             // (Of a file AICF reads: another's error is its format's, below.)
@@ -1127,6 +1127,15 @@ fn main() {
                         && let Some(v) = number("val_split")
                     {
                         val_split = v;
+                    }
+                    // The run's length: a bare --resume finishes the
+                    // checkpoint's run (it ended at the default's 10 epochs,
+                    // a run of 20 resumed at 19 trained nothing, a decaying
+                    // schedule recomputed over 10).
+                    if !given("epochs")
+                        && let Some(v) = recorded("schedule_epochs").and_then(|v| v.parse::<usize>().ok())
+                    {
+                        epochs = v;
                     }
                     // The schedule, where none of its flags is given.
                     let flags = ["lr_schedule", "warmup_steps", "min_lr_factor", "decay_fraction", "decay_steps"];
