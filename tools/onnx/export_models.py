@@ -567,6 +567,9 @@ def mobilenet():
 MODELS = {
     # name: (module, example input, labels shape and classes)
     "mlp": (Mlp, lambda g: torch.randn(8, 64, generator=g), ((8,), 10)),
+    # nn.Sequential: its parameters are named `0.weight`, `2.weight`.
+    "sequential": (lambda: nn.Sequential(nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 10)),
+                   lambda g: torch.randn(8, 64, generator=g), ((8,), 10)),
     "cnn": (SmallCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "gpt": (Gpt, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
     "resnet18": (SmallResNet18, lambda g: torch.randn(4, 3, 32, 32, generator=g), ((4,), 10)),

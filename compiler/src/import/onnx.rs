@@ -237,11 +237,15 @@ pub struct ImportOptions {
     /// to the batch) imports as a constant otherwise; a name that matches
     /// no float initializer is an error.
     pub trainable: Vec<String>,
+    /// Parameter names as imports before 2026-12-07 made them: a leading
+    /// digit got a `p` (`p0.weight` for `nn.Sequential`'s `0.weight`), so a
+    /// checkpoint trained then is of this import's model.
+    pub legacy_names: bool,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { batch: None, loss: Loss::Auto, freeze: Vec::new(), trainable: Vec::new() }
+        ImportOptions { batch: None, loss: Loss::Auto, freeze: Vec::new(), trainable: Vec::new(), legacy_names: false }
     }
 }
 
@@ -279,6 +283,12 @@ pub struct Imported {
     /// transposed: a linear layer's weight the exporter stored `[in, out]`
     /// (`onnx::MatMul_N`), imported `[out, in]` as `hl.linear` reads it.
     pub transposed: Vec<String>,
+    /// The parameters (by name, a checkpoint's key) held transposed under
+    /// their initializer's own name: a Gemm's weight stored `[in, out]`
+    /// (Hugging Face's `Conv1D`, jax2onnx's Dense kernel), a MatMul's the
+    /// export names by no module. A checkpoint holds them `[out, in]`, the
+    /// framework's module `[in, out]`.
+    pub transposed_in_place: Vec<String>,
     /// The default domain's opset the model declares.
     pub opset: i64,
     /// The graph's inputs as `@forward` takes them (with the graph's own loss,
@@ -1219,6 +1229,7 @@ fn import_model_at(
         softmax_logits: None,
         tf2onnx,
         pytorch: model.producer_name() == "pytorch",
+        legacy_names: options.legacy_names,
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
@@ -1442,6 +1453,12 @@ fn import_model_at(
         .filter_map(|p| importer.names.iter().find(|(_, hl)| **hl == p.name))
         .filter_map(|(onnx, _)| transposed_from.get(onnx).cloned())
         .collect();
+    let transposed_in_place = module
+        .params
+        .iter()
+        .filter(|p| importer.names.iter().any(|(onnx, hl)| *hl == p.name && transposed_from.get(onnx) == Some(onnx)))
+        .map(|p| p.name.clone())
+        .collect();
     let softmax_node = (loss == Loss::CrossEntropy)
         .then(|| graph.output.first().map(|o| o.name()))
         .flatten()
@@ -1453,6 +1470,7 @@ fn import_model_at(
         weights,
         sources,
         transposed,
+        transposed_in_place,
         tied: folded_tied,
         opset,
         inputs,
@@ -2545,6 +2563,8 @@ struct Importer<'a> {
     softmax_logits: Option<Tensor>,
     /// Whether tf2onnx wrote the model (a Keras model's layers).
     tf2onnx: bool,
+    /// [`ImportOptions::legacy_names`].
+    legacy_names: bool,
     /// Whether PyTorch wrote the model: a training BatchNorm's running
     /// variance takes the batch's unbiased variance, as PyTorch's does;
     /// the ONNX spec's, Keras's and Flax's take the biased one.
@@ -3002,13 +3022,17 @@ fn nll_loss(
     }
 }
 
-/// A parameter name that is a plain MLIR symbol: characters outside
-/// `[A-Za-z0-9_.]` become `_`, and a leading digit gets a `p` before it.
-fn param_name(onnx: &str) -> String {
+/// A parameter's name: characters outside `[A-Za-z0-9_.]` become `_` (a
+/// TensorFlow tensor's `dense/kernel:0`); a leading digit stays.
+fn param_name(onnx: &str, legacy: bool) -> String {
     let mut s: String =
         onnx.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' { c } else { '_' }).collect();
     s = s.trim_matches('.').to_string();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+    // (A name that starts with a digit, `nn.Sequential`'s `0.weight`,
+    // stays as PyTorch's `state_dict` has it: a quoted symbol in the IR.
+    // It was `p0.weight`, which a checkpoint loaded back into the module
+    // with `strict=False` skipped without a word.)
+    if s.is_empty() || (legacy && s.starts_with(|c: char| c.is_ascii_digit())) {
         s = format!("p{s}");
     }
     s
@@ -4350,7 +4374,7 @@ impl Importer<'_> {
         let name = match self.names.get(onnx) {
             Some(n) => n.clone(),
             None => {
-                let mut n = param_name(onnx);
+                let mut n = param_name(onnx, self.legacy_names);
                 while self.names.values().any(|v| *v == n) {
                     n.push('_');
                 }

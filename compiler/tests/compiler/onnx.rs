@@ -279,6 +279,51 @@ fn check(name: &str) {
     }
 }
 
+/// An `nn.Sequential`'s parameters keep their `state_dict` names
+/// (`0.weight`, quoted in the IR): they were `p0.weight`, which a
+/// checkpoint loaded back into the module with `strict=False` skipped
+/// without a word. Imported with `legacy_names` (for a checkpoint trained
+/// before), they are named as they were.
+#[test]
+fn a_sequentials_parameters_keep_their_state_dict_names() {
+    check("sequential");
+    let import = |legacy_names| {
+        let options = ImportOptions { batch: Some(8), loss: Loss::CrossEntropy, legacy_names, ..Default::default() };
+        onnx::import(&fixture("sequential.onnx"), &options).unwrap()
+    };
+    let imported = import(false);
+    assert!(imported.module.text.contains("hl.param @\"0.weight\""), "{}", imported.module.text);
+    let dir = scratch("onnx-sequential-names");
+    let mut t = sgd_trainer(&imported, &dir, "sequential");
+    let io = io("sequential");
+    t.step(&[&io["input0"], &io["labels"]], 0.1).unwrap();
+    let state = t.state();
+    for key in ["0.weight", "0.bias", "2.weight", "2.bias"] {
+        assert!(state.contains_key(key), "no {key} in {:?}", state.keys().collect::<Vec<_>>());
+    }
+    let legacy = import(true);
+    assert!(legacy.module.text.contains("hl.param @p0.weight"), "{}", legacy.module.text);
+}
+
+/// A Gemm's weight stored `[in, out]` (jax2onnx's Dense kernel, Hugging
+/// Face's `Conv1D`) is held `[out, in]` under its own name, and said so
+/// (`transposed_in_place`, which `aicf import` notes: a checkpoint holds
+/// it transposed from the exporting framework's layout); a weight stored
+/// `[out, in]` (`transB = 1`, PyTorch's Linear) is not.
+#[test]
+fn a_weight_held_transposed_under_its_own_name_is_said() {
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+    let w = float_init("dense/kernel", vec![3, 4], (0..12).map(|v| v as f32).collect());
+    let stored = one_node_model("dense", "Gemm", (&[2, 3], &[2, 4]), vec![], vec![w], 13);
+    let imported = onnx::import_model(&stored, "dense.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!(imported.transposed_in_place, ["dense_kernel"]);
+    assert_eq!(imported.weights[0].1, [4, 3]);
+    let w = float_init("fc.weight", vec![4, 3], (0..12).map(|v| v as f32).collect());
+    let linear = one_node_model("fc", "Gemm", (&[2, 3], &[2, 4]), vec![int_attribute("transB", 1)], vec![w], 13);
+    let imported = onnx::import_model(&linear, "fc.onnx", std::path::Path::new("."), &options).unwrap();
+    assert!(imported.transposed_in_place.is_empty(), "{:?}", imported.transposed_in_place);
+}
+
 /// The imported GPT's attention, written out by the export as matmul,
 /// scale, masked_fill(-inf) and softmax, trains as `hl.attention` (the
 /// fused kernels, forward and backward): `check("gpt")` above compares
@@ -4121,6 +4166,7 @@ fn trainable_names_initializers_to_train_whatever_their_use() {
             loss: Loss::Mse,
             trainable: trainable.iter().map(|s| s.to_string()).collect(),
             freeze: freeze.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
         };
         onnx::import_model(&model, "floor.onnx", std::path::Path::new("."), &options)
     };

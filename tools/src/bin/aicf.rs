@@ -177,6 +177,11 @@ struct ModelArgs {
     /// which imports as a constant otherwise.
     #[arg(long, value_delimiter = ',')]
     trainable: Vec<String>,
+    /// An ONNX model imported with the parameter names of before
+    /// 2026-12-07, for a checkpoint trained then (not a flag: set from the
+    /// checkpoint, [`onnx_names_of_checkpoint`]).
+    #[arg(skip)]
+    legacy_names: bool,
     /// The size of an ONNX model's symbolic batch dimension; with an hl
     /// model, its rows per batch (hl-set-batch: train, eval and bench run
     /// the model so retargeted, written to <stem>.batch<N>.mlir in the
@@ -961,7 +966,7 @@ fn main() {
                     ONNX_RUN_BATCH
                 })
             });
-            import(&model, &output, &ImportOptions { batch, loss, freeze, trainable })
+            import(&model, &output, &ImportOptions { batch, loss, freeze, trainable, legacy_names: false })
         }
         Command::Train {
             compile,
@@ -1173,6 +1178,7 @@ fn main() {
                     }
                 }
                 onnx_batch_of_checkpoint(&mut compile, c, given("batch"));
+                onnx_names_of_checkpoint(&mut compile, c);
             }
             if let Some(n) = nproc {
                 // The device is checked once here, before mpirun starts the
@@ -2740,6 +2746,25 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    if !imported.transposed_in_place.is_empty() {
+        let t = &imported.transposed_in_place;
+        let named: Vec<String> = t.iter().take(4).map(|n| format!("'{n}'")).collect();
+        let more = t.len().saturating_sub(4);
+        eprintln!(
+            "note: {} weight{} stored [in, out] for a Gemm or MatMul {} held [out, in] (transposed, as AICF's linear \
+             layer reads it) under {} own name{}: {}{}; a checkpoint holds {} so: transpose {} back to load it into \
+             the exporting framework's layer",
+            t.len(),
+            if t.len() == 1 { "" } else { "s" },
+            if t.len() == 1 { "is" } else { "are" },
+            if t.len() == 1 { "its" } else { "their" },
+            if t.len() == 1 { "" } else { "s" },
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() },
+            if t.len() == 1 { "it" } else { "them" },
+            if t.len() == 1 { "it" } else { "them" },
+        );
+    }
     if !imported.untied_tf2onnx.is_empty() {
         let u = &imported.untied_tf2onnx;
         let named: Vec<String> = u.iter().take(4).map(|(c, i)| format!("'{c}' (from '{i}')")).collect();
@@ -3011,6 +3036,7 @@ fn hl_model_ordered(c: &ModelArgs, out: &Path, say: Say) -> Result<(PathBuf, Opt
         loss: c.loss.clone().unwrap_or(Loss::Auto),
         freeze: c.freeze.clone(),
         trainable: c.trainable.clone(),
+        legacy_names: c.legacy_names,
     };
     let graph_loss = import_saying(&c.model, &output, &options, say)?;
     Ok((output, graph_loss))
@@ -3188,6 +3214,7 @@ fn run_settings(
     match checkpoint {
         Some(c) => {
             onnx_batch_of_checkpoint(compile, c, batch);
+            onnx_names_of_checkpoint(compile, c);
             onnx_loss_of_checkpoint(compile, c, loss);
             checkpoint_precision(compile, c, precision)
         }
@@ -3210,6 +3237,29 @@ fn onnx_loss_of_checkpoint(compile: &mut ModelArgs, checkpoint: &Path, given: bo
         && aicf_compiler::train::eval::loss_kind(ir) == Some("mse")
     {
         compile.loss = Some(Loss::Mse);
+    }
+}
+
+/// An ONNX model's parameter names as the checkpoint's run had them: a
+/// checkpoint trained before 2026-12-07 holds `p0.weight` for
+/// `nn.Sequential`'s `0.weight` (a leading digit got a `p`; it is kept
+/// now), so the model is imported with those names (it was "another
+/// model"). Its IR has a parameter named `p<digit>...` and none that starts
+/// with a digit.
+fn onnx_names_of_checkpoint(compile: &mut ModelArgs, checkpoint: &Path) {
+    if !is_onnx(&compile.model) {
+        return;
+    }
+    let Ok(meta) = aicf_runtime::checkpoint::read_metadata(checkpoint) else { return };
+    let Some(ir) = meta.get(aicf_compiler::train::run::IR_KEY) else { return };
+    let names: Vec<&str> = ir
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("hl.param @"))
+        .map(|rest| rest.trim_start_matches('"'))
+        .collect();
+    let digit = |n: &str| n.starts_with(|c: char| c.is_ascii_digit());
+    if !names.iter().any(|n| digit(n)) && names.iter().any(|n| n.strip_prefix('p').is_some_and(digit)) {
+        compile.legacy_names = true;
     }
 }
 
