@@ -22,6 +22,18 @@
 // RUN: aicf propose --data %S/../../../data/problems/markov_o1.txt --structure "lm 1x32" -o %t/lm.mlir | FileCheck %s --check-prefix=LM
 // RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --runs-db %t/none.sqlite -o %t/none.mlir 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: not aicf propose --data %t/missing.csv -o %t/x.mlir --structure "mlp 8" 2>&1 | FileCheck %s --check-prefix=MISSING
+// A model or policy file no proposal wrote is not replaced without
+// --force (a hand-edited one was, without a word); an earlier proposal's is.
+// RUN: printf '// my edits\n' > %t/mine.mlir && printf '# mine\n' > %t/mine.toml
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t/mine.mlir 2>&1 | FileCheck %s --check-prefix=HANDMODEL
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t/iris16.mlir --policy %t/mine.toml 2>&1 | FileCheck %s --check-prefix=HANDPOLICY
+// RUN: FileCheck %s --check-prefix=KEPT < %t/mine.toml
+// RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t/mine.mlir --force > /dev/null
+// RUN: FileCheck %s --check-prefix=REPLACED < %t/mine.mlir
+// HANDMODEL: aicf: error: -o {{.*}}mine.mlir: the file is there and no earlier proposal wrote it (edited by hand?); give another file, or --force to replace it
+// HANDPOLICY: aicf: error: --policy {{.*}}mine.toml: the file is there and no earlier proposal wrote it
+// KEPT: # mine
+// REPLACED: // mlp 8 for {{.*}}iris.csv.gz, proposed by aicf propose:
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "cnn 3" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=STRUCTURE
 // RUN: not aicf propose --data %S/../../../data/problems/markov_o1.txt --structure "mlp 64" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=KIND
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --budget 0 -o %t/x.mlir --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=ZERO

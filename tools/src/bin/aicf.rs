@@ -554,6 +554,10 @@ enum Command {
         /// ~/.local/share/aicf/runs.sqlite).
         #[arg(long)]
         runs_db: Option<PathBuf>,
+        /// Replace a model (-o) or policy (--policy) file that no earlier
+        /// proposal wrote (a hand-edited one is refused otherwise).
+        #[arg(long)]
+        force: bool,
     },
     /// Accuracy and loss of a checkpoint on a data set: on the data it
     /// trained on, what its run held out (the same rows, the text's end);
@@ -1324,18 +1328,20 @@ fn main() {
             })
         }
         Command::Runs { what, runs_db } => runs(what, runs_db),
-        Command::Propose { data, task, budget, structure, neighbours, next, output, policy, json, runs_db } => propose(
-            &data,
-            task.as_deref(),
-            budget,
-            structure.as_deref(),
-            neighbours,
-            next,
-            &output,
-            policy,
-            json,
-            runs_db,
-        ),
+        Command::Propose { data, task, budget, structure, neighbours, next, output, policy, json, runs_db, force } => {
+            propose(
+                &data,
+                task.as_deref(),
+                budget,
+                structure.as_deref(),
+                neighbours,
+                next,
+                (&output, force),
+                policy,
+                json,
+                runs_db,
+            )
+        }
         Command::Bench { nproc: Some(n), .. } => Err(format!(
             "--nproc {n}: bench times one process's step; a data-parallel step's, all-reduces included, is timed \
              under mpirun: mpirun -n {} aicf bench MODEL --data-parallel (--profile shows the all-reduce's wait)",
@@ -4774,7 +4780,7 @@ fn propose(
     structure: Option<&str>,
     neighbours: usize,
     next: bool,
-    output: &Path,
+    (output, force): (&Path, bool),
     policy: Option<PathBuf>,
     json: Option<PathBuf>,
     runs_db: Option<PathBuf>,
@@ -4830,6 +4836,29 @@ fn propose(
             && p.is_dir()
         {
             return Err(format!("{}: {what} is written to a file, and this is a directory", p.display()));
+        }
+    }
+    // A file the proposal would replace that no proposal wrote (a model or
+    // policy edited by hand) is refused without --force: it was replaced
+    // without a word.
+    let ours = |p: &Path, mark: &dyn Fn(&str) -> bool| {
+        std::fs::read(p).map(|b| mark(String::from_utf8_lossy(&b[..b.len().min(4096)]).as_ref()))
+    };
+    let model_mark =
+        |t: &str| t.lines().next().is_some_and(|l| l.starts_with("// ") && l.ends_with("proposed by aicf propose:"));
+    let policy_mark = |t: &str| t.starts_with(propose::POLICY_HEADER);
+    for (file, flag, mark) in
+        [(Some(output), "-o", &model_mark as &dyn Fn(&str) -> bool), (policy.as_deref(), "--policy", &policy_mark)]
+    {
+        if let Some(file) = file
+            && !force
+            && ours(file, mark).is_ok_and(|ours| !ours)
+        {
+            return Err(format!(
+                "{flag} {}: the file is there and no earlier proposal wrote it (edited by hand?); give another \
+                 file, or --force to replace it",
+                file.display()
+            ));
         }
     }
     if structure.is_some() && next {
