@@ -549,6 +549,15 @@ impl Runs {
         Ok(Runs { conn, path: path.to_path_buf() })
     }
 
+    /// The registry's file opened without a write (its tables are not
+    /// made): a run that found it locked at its start holds it so, and
+    /// writes nothing through it ([`Runs::open`] at its end does).
+    pub fn connect(path: &Path) -> Result<Runs> {
+        Runs::refuse_directory(path)?;
+        let conn = Connection::open(path).map_err(db_error(path))?;
+        Ok(Runs { conn, path: path.to_path_buf() })
+    }
+
     /// Refuses a registry of another schema version.
     fn check_version(conn: &Connection, path: &Path, does: &str) -> Result<()> {
         let version: Option<String> = conn

@@ -1674,7 +1674,20 @@ fn fit_run(
                 // retargets it).
                 Some((id, meta.get("model").cloned().unwrap_or_else(|| run_model.clone())))
             });
-            match Recorder::begin(db, &loop_, options, run, problem, &model_file, &run_model, data, continued) {
+            // (Where a lock held past the wait: a recorder that keeps the
+            // records and writes the row at the run's end, [`Recorder::late`].)
+            let begun =
+                match Recorder::prepare(db, &loop_, options, run, problem, &model_file, &run_model, data, continued) {
+                    Ok(row) => Recorder::begin(&row).map_err(|e| {
+                        let late = (super::registry::is_locked(&e.to_string())
+                            && std::env::var_os(super::registry::NPROC_RECORD_ENV).is_none())
+                        .then(|| Recorder::late(row))
+                        .flatten();
+                        (e, late)
+                    }),
+                    Err(e) => Err((e, None)),
+                };
+            match begun {
                 Ok(r) => {
                     // A resumed run in a row of its own (a fork, another
                     // registry, a row its settings no longer fit) records
@@ -1691,7 +1704,21 @@ fn fit_run(
                     }
                     Some(Rc::new(r))
                 }
-                Err(e) => {
+                // A lock held past the wait: the run keeps its records and
+                // writes its row at its end (it went unrecorded, though the
+                // lock went seconds later). (The checkpoint's decisions
+                // are in its row or its parent's.)
+                Err((e, Some(r))) => {
+                    if resume.is_some() {
+                        loop_.recorded_decisions = loop_.adaptive.decisions().len();
+                    }
+                    report.note(&format!(
+                        "{e} (another process holds it, past a 30 s wait); this run writes its record there at its \
+                         end"
+                    ));
+                    Some(Rc::new(r))
+                }
+                Err((e, _)) => {
                     // (The error names the registry's file.)
                     // A lock held past the wait: by whom, and what to do.
                     let held = if super::registry::is_locked(&e.to_string()) {
@@ -1744,6 +1771,21 @@ fn fit_run(
     }
     // A registry the run stopped writing to (a failed write) is not told
     // the run finished: its curve there has a gap.
+    // A row the lock held back at the start: written now, with what the
+    // run kept (its wait once more).
+    let recorder = match recorder.as_ref().map(|r| r.late.borrow_mut().take()) {
+        Some(Some(row)) => match Recorder::begin(&row) {
+            Ok(fresh) => {
+                *fresh.deferred.borrow_mut() = recorder.as_ref().and_then(|r| r.deferred.borrow_mut().take());
+                Some(Rc::new(fresh))
+            }
+            Err(e) => {
+                report.note(&format!("{e}; the run is not recorded"));
+                None
+            }
+        },
+        _ => recorder,
+    };
     if let Some(r) = recorder.as_ref().filter(|r| !r.stopped.get()) {
         // What a lock held back first (its wait once more).
         let written = r.catch_up().and_then(|()| match &result {
@@ -1951,11 +1993,23 @@ struct Recorder {
     /// Whether the run goes on in its checkpoint's row (else a row of its
     /// own: a fresh run, a fork, or a resume that row no longer fits).
     continued: bool,
+    /// The row not yet written, where the registry was locked at the
+    /// run's start ([`Recorder::late`]).
+    late: std::cell::RefCell<Option<RowToBe>>,
+}
+
+/// A run's row as the run starts it (the model it starts from), kept to
+/// be written at its end where the registry was locked at its start.
+struct RowToBe {
+    db: PathBuf,
+    /// The row it goes on in, and the model that row holds.
+    continued: Option<(i64, String)>,
+    new_run: super::registry::NewRun,
 }
 
 impl Recorder {
     #[allow(clippy::too_many_arguments)]
-    fn begin(
+    fn prepare(
         db: &Path,
         loop_: &Loop<'_>,
         options: &Options,
@@ -1965,10 +2019,8 @@ impl Recorder {
         model_hash: &str,
         data: &[PathBuf],
         continued: Option<(i64, String)>,
-    ) -> Result<Recorder> {
-        use super::registry::{NewRun, Runs, Settings, fingerprint};
-        Runs::refuse_foreign(db)?;
-        let runs = Runs::open(db)?;
+    ) -> Result<RowToBe> {
+        use super::registry::{NewRun, Settings, fingerprint};
         let settings = Settings {
             optimizer: options.optimizer.clone(),
             lr: run.lr,
@@ -2004,28 +2056,12 @@ impl Recorder {
             Ok(c) if loop_.replicas > 1 && !c.is_empty() => c,
             _ => std::env::args().collect::<Vec<_>>().join(" "),
         };
-        // A resumed run goes on in its row (its curve, decisions and the
-        // model it started with are there): one run, not two, whose second
-        // would start from the checkpoint's grown model. Its settings become
-        // this part's (the epochs it trains to, a policy given with
-        // --override-resume), and its command is added to the first.
-        if let Some((id, row_model)) = continued
-            && runs.resume(id, &row_model, model_hash, run.seed, &settings, &command)?
-        {
-            return Ok(Recorder {
-                runs,
-                id,
-                stopped: std::cell::Cell::new(false),
-                deferred: Default::default(),
-                continued: true,
-            });
-        }
         let trainer = loop_.adaptive.trainer();
         let step_flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
         let name = model.display().to_string();
         let parts = (loop_.replicas * loop_.micro) as f64;
         let fingerprint = fingerprint(trainer.source(), &name, step_flops * parts)?;
-        let id = runs.begin(&NewRun {
+        let new_run = NewRun {
             command,
             model: name,
             model_hash: model_hash.into(),
@@ -2034,8 +2070,52 @@ impl Recorder {
             settings,
             data: data.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
             seed: run.seed,
-        })?;
-        Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false), deferred: Default::default(), continued: false })
+        };
+        Ok(RowToBe { db: db.to_path_buf(), continued, new_run })
+    }
+
+    /// The run's row written: its checkpoint's, or a new one.
+    fn begin(row: &RowToBe) -> Result<Recorder> {
+        use super::registry::Runs;
+        Runs::refuse_foreign(&row.db)?;
+        let runs = Runs::open(&row.db)?;
+        let recorder = |runs, id, continued| Recorder {
+            runs,
+            id,
+            stopped: std::cell::Cell::new(false),
+            deferred: Default::default(),
+            continued,
+            late: Default::default(),
+        };
+        // A resumed run goes on in its row (its curve, decisions and the
+        // model it started with are there): one run, not two, whose second
+        // would start from the checkpoint's grown model. Its settings become
+        // this part's (the epochs it trains to, a policy given with
+        // --override-resume), and its command is added to the first.
+        let r = &row.new_run;
+        if let Some((id, row_model)) = &row.continued
+            && runs.resume(*id, row_model, &r.model_hash, r.seed, &r.settings, &r.command)?
+        {
+            return Ok(recorder(runs, *id, true));
+        }
+        let id = runs.begin(r)?;
+        Ok(recorder(runs, id, false))
+    }
+
+    /// A run whose registry was locked past the wait at its start: its
+    /// epochs and decisions kept, its row written with them at its end
+    /// (the whole run was lost, though the lock went seconds later). `None`
+    /// where the registry cannot be read at all.
+    fn late(row: RowToBe) -> Option<Recorder> {
+        let runs = super::registry::Runs::connect(&row.db).ok()?;
+        Some(Recorder {
+            runs,
+            id: -1,
+            stopped: std::cell::Cell::new(false),
+            deferred: std::cell::RefCell::new(Some(Deferred { epochs: Vec::new(), decisions: Vec::new() })),
+            continued: false,
+            late: std::cell::RefCell::new(Some(row)),
+        })
     }
 }
 
