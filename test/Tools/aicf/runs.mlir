@@ -306,3 +306,13 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/proc --runs-db /proc/aicf-runs.sqlite --no-progress 2>&1 | FileCheck %s --check-prefix=CANNOTOPEN
 // CANNOTOPEN: note: /proc/aicf-runs.sqlite: run registry: unable to open database file: /proc/aicf-runs.sqlite (its directory is missing, read-only or not this user's: give another file with --runs-db; --no-runs-db records nothing); the run is not recorded
 // CANNOTOPEN: final held-out accuracy
+// Compare shows every setting that differs: momentum and weight decay were
+// left out (show had them), and each run's column is as wide as its own
+// entries (one long schedule widened them all).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --optimizer sgd --lr 0.05 --momentum 0.9 --nesterov --weight-decay 0.01 --out %t/m1 --runs-db %t/momentum.sqlite > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule cosine --out %t/m2 --runs-db %t/momentum.sqlite > /dev/null
+// RUN: aicf runs compare 1 2 --runs-db %t/momentum.sqlite | FileCheck %s --check-prefix=SETTINGS
+// SETTINGS: run {{ *}}1  2
+// SETTINGS: lr schedule {{ *}}constant  cosine, warm-up 0 steps, down to 0.1 x lr
+// SETTINGS: momentum {{ *}}0.9 (Nesterov)  0
+// SETTINGS: weight decay {{ *}}0.01  0

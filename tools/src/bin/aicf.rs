@@ -4467,10 +4467,11 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             println!("  ops: {}", ops.join(", "));
             let s = &r.settings;
             println!(
-                "  settings: {} lr {} (momentum {}, weight decay {}), {}, batch {}, {} epochs{}{}{}",
+                "  settings: {} lr {} (momentum {}{}, weight decay {}), {}, batch {}, {} epochs{}{}{}",
                 s.optimizer,
                 s.lr,
                 s.momentum,
+                if s.nesterov { ", Nesterov" } else { "" },
                 s.weight_decay,
                 s.precision,
                 s.batch,
@@ -4479,7 +4480,12 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                 if s.replicas > 1 { format!(", {} replicas", s.replicas) } else { String::new() },
                 if s.standardize { ", features standardized" } else { "" }
             );
-            let more: Vec<String> = settings_beyond(s).into_iter().map(|(k, v)| format!("{k} {v}")).collect();
+            // (Momentum and weight decay are on the line above.)
+            let more: Vec<String> = settings_beyond(s)
+                .into_iter()
+                .filter(|(k, _)| !matches!(*k, "momentum" | "weight decay"))
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
             if !more.is_empty() {
                 println!("  also: {}", more.join("; "));
             }
@@ -4611,6 +4617,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                                 match key {
                                     "lr schedule" => s.lr_schedule.clone().unwrap_or_else(|| "-".into()),
                                     "clip norm" => "none".into(),
+                                    "momentum" | "weight decay" => "0".into(),
                                     "micro-batches" if s.accumulate.is_some() => "1".into(),
                                     "betas" if s.betas.is_some() => "0.9,0.999".into(),
                                     "eps" if s.eps.is_some() => "1e-8".into(),
@@ -4632,10 +4639,16 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             line("final accuracy", &|d| d.run.final_val_accuracy.map_or("-".into(), |a| format!("{:.2}%", 100.0 * a)));
             line("decisions", &|d| d.decisions.len().to_string());
             let table = table.into_inner();
-            let width = table.iter().flat_map(|(_, cells)| cells.iter().map(|c| c.chars().count())).max().unwrap_or(0);
+            // Each run's column as wide as its widest entry (one long
+            // schedule widened every column).
+            let widths: Vec<usize> = (0..rows.len())
+                .map(|k| {
+                    table.iter().filter_map(|(_, cells)| cells.get(k)).map(|c| c.chars().count()).max().unwrap_or(0)
+                })
+                .collect();
             for (what, cells) in table {
                 print!("{what:<16}");
-                for c in cells {
+                for (c, width) in cells.iter().zip(&widths) {
                     print!("  {c:>width$}");
                 }
                 println!();
@@ -4647,10 +4660,17 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
 }
 
 /// A run's settings beyond the optimizer, rate, precision and batch, where
-/// they are not the defaults: the schedule, Adam's betas and eps, the clip
-/// norm, accumulation, a text's windows (absent in older records).
+/// they are not the defaults: momentum (and Nesterov's), weight decay, the
+/// schedule, Adam's betas and eps, the clip norm, accumulation, a text's
+/// windows (absent in older records).
 fn settings_beyond(s: &aicf_compiler::train::registry::Settings) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
+    if s.momentum != 0.0 {
+        out.push(("momentum", format!("{}{}", s.momentum, if s.nesterov { " (Nesterov)" } else { "" })));
+    }
+    if s.weight_decay != 0.0 {
+        out.push(("weight decay", s.weight_decay.to_string()));
+    }
     if let Some(schedule) = s.lr_schedule.as_deref().filter(|l| *l != "constant") {
         out.push(("lr schedule", schedule.to_string()));
     }
