@@ -862,15 +862,23 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         let left = if unranked.is_empty() {
             String::new()
         } else {
+            // (Joined by semicolons: a label may hold a comma,
+            // `reg5 [5], 240 rows`.)
             format!(
-                " ({} left out, with runs of fewer than two structures trained as they are at the budget: {})",
+                " ({} left out, with runs of fewer than two structures trained as they are{}: {})",
                 unranked.len(),
-                unranked.join(", ")
+                if options.budget.is_some() { " at the budget" } else { "" },
+                unranked.join("; ")
             )
         };
         explanation.push(format!("nearest of the registry's {problems_seen} past {kind} problems{aside}{left}:"));
         for n in &neighbours {
-            let best = n.scored.iter().min_by(|a, b| a.2.total_cmp(&b.2)).map(|b| format!("{} ({:.4})", b.0, b.2));
+            // (A structure's score is the mean of its runs' held-out
+            // losses: said, as it matched no run's figure.)
+            let best = n.scored.iter().min_by(|a, b| a.2.total_cmp(&b.2)).map(|b| match b.1.len() {
+                1 => format!("{} ({:.4}, run #{})", b.0, b.2, b.1[0]),
+                k => format!("{} (mean {:.4} of its {k} runs)", b.0, b.2),
+            });
             let ids: Vec<i64> = n.scored.iter().flat_map(|s| s.1.iter().copied()).collect();
             explanation.push(format!(
                 "  {:<20} distance {:.2}, weight {:.2}: {} structures in runs {}; best {}",
@@ -1052,7 +1060,9 @@ fn candidate(label: &str) -> Result<(Structure, bool)> {
     }
 }
 
-/// `3-9, 12`: run ids, consecutive ones as ranges.
+/// `3-9, 12`: run ids, consecutive ones as ranges; past 8 ranges, the
+/// first 8 and a count of the rest (a registry of 2,000 runs made a line
+/// of several kilobytes).
 fn id_ranges(ids: &[i64]) -> String {
     let mut ids = ids.to_vec();
     ids.sort_unstable();
@@ -1066,7 +1076,21 @@ fn id_ranges(ids: &[i64]) -> String {
         out.push(if j > i { format!("#{}-{}", ids[i], ids[j]) } else { format!("#{}", ids[i]) });
         i = j + 1;
     }
+    const SHOWN: usize = 8;
+    if out.len() > SHOWN {
+        let rest: usize = ids.len() - out[..SHOWN].iter().map(|r| range_len(r)).sum::<usize>();
+        return format!("{} and {rest} more", out[..SHOWN].join(", "));
+    }
     out.join(", ")
+}
+
+/// The runs a range of [`id_ranges`] holds (`#3-9`: 7).
+fn range_len(range: &str) -> usize {
+    let ids = range.trim_start_matches('#');
+    match ids.split_once('-') {
+        Some((a, b)) => b.parse::<usize>().unwrap_or(0).saturating_sub(a.parse::<usize>().unwrap_or(0)) + 1,
+        None => 1,
+    }
 }
 
 /// The growth policy for `chosen`: a rollback of instabilities, and the
@@ -1244,6 +1268,8 @@ mod tests {
         }
         assert_eq!(widened("widen fc1 to 32 (zeroout)"), Some(("fc1".into(), 32)));
         assert_eq!(id_ranges(&[5, 1, 2, 3, 9]), "#1-3, #5, #9");
+        let odd: Vec<i64> = (0..20).map(|k| 2 * k + 1).chain([100, 101, 102]).collect();
+        assert_eq!(id_ranges(&odd), "#1, #3, #5, #7, #9, #11, #13, #15 and 15 more");
     }
 
     fn problem(name: &str, rows: usize, features: usize, classes: usize, probe: f64) -> Problem {
