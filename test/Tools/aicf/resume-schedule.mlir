@@ -33,3 +33,12 @@
 // RUN: FileCheck %s --check-prefix=LR4 < %t/fresh64/metrics.jsonl
 // RUN: FileCheck %s --check-prefix=LR4 < %t/fork2/metrics.jsonl
 // LR4: "epoch":4,{{.*}}"lr":0.0010026233993522169}
+// --clip-norm 0 is no clipping (as Hugging Face's max_grad_norm=0): a
+// checkpoint's clipping is turned off on resume with --override-resume (0
+// was refused as not positive, and leaving the flag out inherits it).
+// RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --clip-norm 1 --out %t/clip --checkpoint-dir %t/clip-ck --no-runs-db --no-progress > /dev/null
+// RUN: not env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --clip-norm 0 --out %t/clip --checkpoint-dir %t/clip-ck --resume --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=CLIPOFF
+// RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --clip-norm 0 --override-resume --out %t/clip --checkpoint-dir %t/clip-ck --resume --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=CLIPOVERRIDE
+// CLIPOFF: error: {{.*}}last.safetensors: the checkpoint was trained with clip_norm 1; this run asks for none
+// CLIPOVERRIDE: this run asks for none; going on (--override-resume)
+// CLIPOVERRIDE: epoch   2/2

@@ -220,7 +220,9 @@ struct ModelArgs {
     #[arg(long)]
     no_decay_1d: bool,
     /// Clip all gradients together to this global L2 norm before each
-    /// update (PyTorch's clip_grad_norm_); none by default.
+    /// update (PyTorch's clip_grad_norm_); none by default (0: none, as
+    /// Hugging Face's max_grad_norm=0, which turns a checkpoint's clipping
+    /// off on a resume with --override-resume).
     #[arg(long, allow_negative_numbers = true)]
     clip_norm: Option<f64>,
     /// Arena budget of the train step's memory plan: bytes (12000000, or
@@ -1015,6 +1017,9 @@ fn main() {
             // So does --accumulate (a resume at another global batch was
             // noted, and went on at the default's).
             let mut compile = compile;
+            if compile.clip_norm == Some(0.0) {
+                compile.clip_norm = None;
+            }
             let checkpoint = resume_from
                 .clone()
                 .or_else(|| checkpoint_dir.as_ref().filter(|_| resume).map(|d| d.join("last.safetensors")))
@@ -3766,8 +3771,16 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     let last = summary.last();
     if last.is_none() {
         // No epoch ran (--epochs 0, or a resume with none left): no
-        // metrics to report, and none were written.
-        println!("no epoch trained, so no held-out figures and no metrics or plot written");
+        // metrics to report (a fresh run's metrics.jsonl is there, empty:
+        // said, as "none written" read as no file).
+        if summary.metrics.metadata().is_ok_and(|m| m.len() == 0) {
+            println!(
+                "no epoch trained, so no held-out figures: {} holds no epoch, and no plot is drawn",
+                summary.metrics.display()
+            );
+        } else {
+            println!("no epoch trained, so no held-out figures and no metrics or plot written");
+        }
         return Ok(());
     }
     let accuracy = last.map_or(f64::NAN, |r| r.val_accuracy);
