@@ -291,6 +291,14 @@ pub struct Imported {
     pub transposed_in_place: Vec<String>,
     /// The default domain's opset the model declares.
     pub opset: i64,
+    /// Float types other than f32 the graph declares (`float64`,
+    /// `float16`, `bfloat16`: a JAX model exported with x64 enabled, or in
+    /// bf16), which AICF imports and computes in f32 (`--precision`
+    /// chooses a mixed precision for the train step).
+    pub other_floats: Vec<String>,
+    /// The program that wrote the model (`producer_name`: `pytorch`,
+    /// `tf2onnx`, `jax2onnx`, ...), empty where it says none.
+    pub producer: String,
     /// The graph's inputs as `@forward` takes them (with the graph's own loss,
     /// as `@loss` takes them: `@forward`'s, then the targets).
     pub inputs: Vec<(String, TensorSpec)>,
@@ -876,6 +884,23 @@ fn import_model_at(
     let graph = &live_graph;
     // (Before any fold of AICF's own.)
     let tf2onnx = model.producer_name() == "tf2onnx";
+    // Float types other than f32 the graph declares (its inputs', its
+    // initializers'), which AICF computes in f32.
+    let other_floats: std::collections::BTreeSet<&'static str> = graph
+        .input
+        .iter()
+        .filter_map(|i| match i.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(proto::type_proto::Value::TensorType(t)) => Some(t.elem_type()),
+            _ => None,
+        })
+        .chain(inits.values().map(|t| t.data_type as i32))
+        .filter_map(|t| match DataType::try_from(t) {
+            Ok(DataType::Double) => Some("float64"),
+            Ok(DataType::Float16) => Some("float16"),
+            Ok(DataType::Bfloat16) => Some("bfloat16"),
+            _ => None,
+        })
+        .collect();
     let tf2onnx_folds = tf2onnx.then(|| tf2onnx_folds(graph, &inits)).flatten();
     // Inputs no node reads: the dynamo exporter wires a tensor passed twice
     // (`model(ids, labels=ids)`) to one of its inputs, and the other is
@@ -1473,6 +1498,8 @@ fn import_model_at(
         transposed_in_place,
         tied: folded_tied,
         opset,
+        producer: model.producer_name().to_string(),
+        other_floats: other_floats.iter().map(|t| t.to_string()).collect(),
         inputs,
         symbolic,
         batch_of_one: None,

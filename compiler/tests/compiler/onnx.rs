@@ -305,6 +305,34 @@ fn a_sequentials_parameters_keep_their_state_dict_names() {
     assert!(legacy.module.text.contains("hl.param @p0.weight"), "{}", legacy.module.text);
 }
 
+/// A graph of float64 (or bf16, f16) tensors, a JAX model exported with
+/// x64 enabled, imports in f32 and says so (`other_floats`, which `aicf
+/// import` notes: it changed precision without a word); its producer is
+/// kept for the hints that name an exporter's API.
+#[test]
+fn a_float64_graph_is_said_to_compute_in_f32() {
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+    let w = float_init("w", vec![3, 4], (0..12).map(|v| v as f32).collect());
+    let mut model = one_node_model("dense", "MatMul", (&[2, 3], &[2, 4]), vec![], vec![w], 13);
+    model.producer_name = Some("jax2onnx".into());
+    let imported = onnx::import_model(&model, "dense.onnx", std::path::Path::new("."), &options).unwrap();
+    assert!(imported.other_floats.is_empty(), "{:?}", imported.other_floats);
+    assert_eq!(imported.producer, "jax2onnx");
+    let graph = model.graph.as_mut().unwrap();
+    for v in graph.input.iter_mut().chain(graph.output.iter_mut()) {
+        if let Some(aicf_onnx::proto::type_proto::Value::TensorType(t)) =
+            v.r#type.as_mut().and_then(|t| t.value.as_mut())
+        {
+            t.elem_type = Some(11);
+        }
+    }
+    let w = &mut graph.initializer[0];
+    w.double_data = w.float_data.drain(..).map(f64::from).collect();
+    w.data_type = Some(11);
+    let imported = onnx::import_model(&model, "dense.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!(imported.other_floats, ["float64"]);
+}
+
 /// A Gemm's weight stored `[in, out]` (jax2onnx's Dense kernel, Hugging
 /// Face's `Conv1D`) is held `[out, in]` under its own name, and said so
 /// (`transposed_in_place`, which `aicf import` notes: a checkpoint holds

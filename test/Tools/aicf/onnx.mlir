@@ -149,7 +149,7 @@
 // dynamic axis), --batch binds its inputs' leading 1 (it trained and ran
 // one row at a time, --batch unused).
 // RUN: aicf import %S/../../onnx/node/test_maxpool_2d_default/model.onnx --batch 4 --loss none -o %t-one.mlir 2>&1 | FileCheck %s --check-prefix=BATCHONE
-// BATCHONE: note: {{.*}}model.onnx was exported at a static batch of 1: its inputs' first dimension is read as the batch, at --batch 4 (export with a dynamic batch axis to say so: dynamic_axes={'x': {0: 'batch'}})
+// BATCHONE: note: {{.*}}model.onnx was exported at a static batch of 1: its inputs' first dimension is read as the batch, at --batch 4 (export with a dynamic batch axis to say so: its first dimension symbolic; from PyTorch, dynamic_axes={'x': {0: 'batch'}})
 // BATCHONE: inputs x: tensor<4x3x32x32xf32>
 // An imported model grown by a policy, resumed into a fresh run directory
 // and scored from its checkpoint: its weights file (named relative to the

@@ -2434,6 +2434,18 @@ fn same_file(input: &Path, output: &Path) -> bool {
     }
 }
 
+/// How the exporter that wrote a model (its `producer_name`) makes the
+/// batch axis dynamic, for input `input` (it named PyTorch's `dynamic_axes`
+/// to a JAX user).
+fn batch_axis_hint(producer: &str, input: &str) -> String {
+    match producer {
+        "pytorch" => format!("dynamic_axes={{'{input}': {{0: 'batch'}}}}"),
+        "jax2onnx" => "a symbolic first dimension, to_onnx(fn, [(\"B\", ...)])".into(),
+        "tf2onnx" | "keras2onnx" => "a None first dimension in the input signature (tf.TensorSpec((None, ...)))".into(),
+        _ => format!("its first dimension symbolic; from PyTorch, dynamic_axes={{'{input}': {{0: 'batch'}}}}"),
+    }
+}
+
 /// Imports `model` to `output` (and its weights beside it), printing what
 /// it holds.
 /// Where an import's summary line goes: stdout (`aicf import`, train,
@@ -2469,9 +2481,9 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
     match (batch, imported.symbolic, &imported.batch_of_one) {
         (Some(b), _, Some(Ok(()))) => eprintln!(
             "note: {} was exported at a static batch of 1: its inputs' first dimension is read as the batch, at \
-             --batch {b} (export with a dynamic batch axis to say so: dynamic_axes={{'{}': {{0: 'batch'}}}})",
+             --batch {b} (export with a dynamic batch axis to say so: {})",
             model.display(),
-            imported.inputs.first().map_or("x", |(n, _)| n.as_str())
+            batch_axis_hint(&imported.producer, imported.inputs.first().map_or("x", |(n, _)| n.as_str()))
         ),
         (Some(b), _, Some(Err(why))) => eprintln!(
             "note: --batch {b} is unused: {} was exported at a static batch of 1, and the graph fixes it ({why}); \
@@ -2755,6 +2767,14 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             if imported.untied.len() == 1 { "imports" } else { "import" },
             named.join(", "),
             if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
+    if !imported.other_floats.is_empty() {
+        eprintln!(
+            "note: {} declares {} tensors; AICF imports and computes them in f32 (--precision bf16 or fp16 trains in \
+             mixed precision; predict writes f32)",
+            model.display(),
+            imported.other_floats.join(" and ")
         );
     }
     if !imported.transposed_in_place.is_empty() {
@@ -5011,6 +5031,17 @@ fn propose(
 #[cfg(test)]
 mod tests {
     use super::forward_without_abort_help;
+
+    /// The batch-axis hint is the exporter's own API (a JAX user was told
+    /// PyTorch's `dynamic_axes`).
+    #[test]
+    fn the_batch_axis_hint_is_the_exporters() {
+        use super::batch_axis_hint;
+        assert_eq!(batch_axis_hint("pytorch", "x"), "dynamic_axes={'x': {0: 'batch'}}");
+        assert!(batch_axis_hint("jax2onnx", "in_0").contains("to_onnx(fn, [(\"B\", ...)])"));
+        assert!(batch_axis_hint("tf2onnx", "x").contains("tf.TensorSpec((None, ...))"));
+        assert!(batch_axis_hint("", "x").ends_with("from PyTorch, dynamic_axes={'x': {0: 'batch'}}"));
+    }
 
     fn forwarded(input: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
