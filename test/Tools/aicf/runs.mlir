@@ -169,7 +169,7 @@
 // TYPEDLIST: aicf: note: {{.*}}typed.sqlite: run registry: run 2's steps holds a value of type Text, not what was recorded there; left out of the list
 // TYPEDLIST: 1  finished
 // TYPEDLIST-NEXT: 3 {{.*}}
-// TYPEDLIST-NEXT: 2 runs in
+// TYPEDLIST-NEXT: 2 runs read in {{.*}}typed.sqlite; more do not (above: `aicf runs check` says what)
 // TYPEDSHOW: aicf: error: {{.*}}typed.sqlite: run registry: run 1's val_loss holds a value of type Text, not what was recorded there
 // TYPEDCHECK: run 1's val_loss holds
 // TYPEDCHECK: run 2's steps holds
@@ -184,7 +184,7 @@
 // RUN: FileCheck %s --check-prefix=DAMAGED < %t/damaged.out
 // DAMAGED: damaged.sqlite: SQLite's integrity check finds it damaged:
 // DAMAGED-NOT: runs check
-// DAMAGED: aicf: error: {{.*}}damaged.sqlite: the file is damaged (SQLite's findings above); 3 of its 3 runs still read (`aicf runs list` and `runs show` show them)
+// DAMAGED: aicf: error: {{.*}}damaged.sqlite: the file is damaged (SQLite's findings above); 3 of its 3 runs still read whole (their curves and decisions too, as `aicf runs show` reads them; `aicf runs list` lists every row that reads)
 // RUN: cp %t/runs.sqlite %t/short.sqlite && python3 -c "open('%t/short.sqlite', 'r+b').truncate(8192)"
 // RUN: not aicf runs check --runs-db %t/short.sqlite 2>&1 | FileCheck %s --check-prefix=SHORT
 // SHORT: it reads no further: database disk image is malformed

@@ -4455,7 +4455,15 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                     r.epochs.map_or("-".into(), |e| e.to_string())
                 );
             }
-            if rows.len() == total {
+            if !unread.is_empty() {
+                // (Not "N runs in": more are there, past the damage.)
+                let shown = match (&wanted, rows.len() == total) {
+                    (None, true) => format!("{total} runs read"),
+                    (Some(w), _) => format!("{} of the {total} runs that read (of problems named *{w}*)", rows.len()),
+                    (None, false) => format!("{} of the {total} runs that read", rows.len()),
+                };
+                println!("{shown} in {}; more do not (above: `aicf runs check` says what)", path.display());
+            } else if rows.len() == total {
                 println!("{} runs in {}", rows.len(), path.display());
             } else {
                 let of = wanted.map_or(String::new(), |w| format!(", of problems named *{w}*"));
@@ -4772,7 +4780,9 @@ fn check_runs(path: &Path) -> Result<()> {
              aside to start a new registry there",
             path.display(),
             match &checked.opens {
-                Ok(()) => " (`aicf runs list` and `runs show` show them)".to_string(),
+                Ok(()) => " whole (their curves and decisions too, as `aicf runs show` reads them; `aicf runs list` \
+                           lists every row that reads)"
+                    .to_string(),
                 Err(e) => format!(", but the other commands stop at the damage ({e})"),
             }
         )),
@@ -4939,21 +4949,30 @@ fn propose(
             let runs = match Runs::read(&path).map_err(|e| e.to_string())? {
                 Some(registry) => {
                     let (rows, unread) = registry.list_readable().map_err(|e| e.to_string())?;
-                    for e in &unread {
-                        eprintln!("aicf: note: {e}; the proposal does not draw on it");
-                    }
                     // A run whose curve or decisions do not read is left
-                    // out, named, as a run whose row does not.
-                    rows.iter()
-                        .filter(|r| r.status == "finished")
-                        .filter_map(|r| match registry.get(r.id) {
-                            Ok(d) => Some(d),
-                            Err(e) => {
-                                eprintln!("aicf: note: {e}; the proposal does not draw on it");
-                                None
-                            }
-                        })
-                        .collect::<Vec<_>>()
+                    // out, named, as a run whose row does not; one note for
+                    // each error (a damaged page said the same for each of
+                    // twelve runs).
+                    let mut errors: Vec<String> = unread.iter().map(|e| e.to_string()).collect();
+                    let mut runs = Vec::new();
+                    for r in rows.iter().filter(|r| r.status == "finished") {
+                        match registry.get(r.id) {
+                            Ok(d) => runs.push(d),
+                            Err(e) => errors.push(e.to_string()),
+                        }
+                    }
+                    let mut said: Vec<(String, usize)> = Vec::new();
+                    for e in errors {
+                        match said.iter_mut().find(|(m, _)| *m == e) {
+                            Some((_, n)) => *n += 1,
+                            None => said.push((e, 1)),
+                        }
+                    }
+                    for (e, n) in said {
+                        let what = if n == 1 { "it".to_string() } else { format!("these {n} runs") };
+                        eprintln!("aicf: note: {e}; the proposal does not draw on {what}");
+                    }
+                    runs
                 }
                 None => {
                     eprintln!("aicf: {}: no run registry yet; proposing the default", path.display());
