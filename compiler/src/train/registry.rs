@@ -372,6 +372,42 @@ fn now() -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
 }
 
+/// Seconds since 1970 of a time [`now`] wrote (`2026-12-07T11:17:01Z`);
+/// `None` where it does not read so.
+fn epoch_seconds(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
+    {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
+    // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm,
+    // the inverse of `now`'s).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    Some(days * 86400 + n(11..13)? * 3600 + n(14..16)? * 60 + n(17..19)?)
+}
+
+/// When process `pid` of this machine started (seconds since 1970), from
+/// `/proc`: `None` where it cannot be read.
+fn process_started(pid: i64) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // (Its name, in parentheses, may hold spaces: the fields after it.)
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: i64 = fields.get(19)?.parse().ok()?;
+    let boot: i64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse().ok()))?;
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| boot + ticks / hz as i64)
+}
+
 fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
 }
@@ -929,8 +965,14 @@ impl Runs {
                 let pid: Option<i64> = r.get(3)?;
                 let host: Option<String> = r.get(4)?;
                 // A run recorded as running by a process of this machine
-                // that no longer exists was killed.
-                let gone = pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists())
+                // that no longer exists was killed; so was one whose
+                // process id another process has now, started after the
+                // run did (ids are reused: after a reboot, in a container,
+                // a killed run read as running for ever).
+                let started: String = r.get(1)?;
+                let reused =
+                    |p: i64| process_started(p).zip(epoch_seconds(&started)).is_some_and(|(proc, run)| proc > run + 2);
+                let gone = pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists() || reused(p))
                     && host.as_deref() == Some(this_host.as_str())
                     && Path::new("/proc/self").exists();
                 let status = if status == "running" && gone { "unfinished".to_string() } else { status };
@@ -1293,6 +1335,25 @@ pub fn fingerprint(source: &str, name: &str, flops_per_step: f64) -> Result<Fing
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A recorded time reads back to its seconds, and a process's start is
+    /// read from /proc: this test's own started before now and after the
+    /// machine booted; pid 1 (started at boot) before a run of today, so a
+    /// run recorded as pid 1's, started later, is not taken for it.
+    #[test]
+    fn a_reused_process_id_is_told_from_the_runs_process() {
+        let t = now();
+        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+        assert!((epoch_seconds(&t).unwrap() - secs).abs() <= 1, "{t}");
+        assert_eq!(epoch_seconds("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(epoch_seconds("2000-03-01T12:00:00Z"), Some(951_912_000));
+        assert_eq!(epoch_seconds("2026-12-07"), None);
+        if Path::new("/proc/self/stat").exists() {
+            let me = process_started(std::process::id() as i64).unwrap();
+            assert!(me <= secs + 2, "this process started at {me}, now is {secs}");
+            assert!(process_started(1).unwrap() <= me);
+        }
+    }
 
     /// `aicf train --nproc`'s launcher marks a run it interrupted where
     /// the run is still recorded as running, and leaves a run that ended

@@ -316,3 +316,11 @@
 // SETTINGS: lr schedule {{ *}}constant  cosine, warm-up 0 steps, down to 0.1 x lr
 // SETTINGS: momentum {{ *}}0.9 (Nesterov)  0
 // SETTINGS: weight decay {{ *}}0.01  0
+// A run recorded as running whose process id another process has now,
+// started after the run (here a sleep started 5 s after it), was killed:
+// it is listed unfinished (it read as running for as long as the id was
+// taken).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/p1 --runs-db %t/reused.sqlite > /dev/null
+// RUN: sleep 30 & P=$!; python3 -c "import sqlite3, sys; q = chr(39); c = sqlite3.connect('%t/reused.sqlite'); c.execute('UPDATE runs SET status = ' + q + 'running' + q + ', finished = NULL, pid = ?, started = strftime(' + q + '%%Y-%%m-%%dT%%H:%%M:%%SZ' + q + ', ' + q + 'now' + q + ', ' + q + '-5 seconds' + q + ')', (int(sys.argv[1]),)); c.commit()" $P; aicf runs list --runs-db %t/reused.sqlite > %t/reused.out; kill $P
+// RUN: FileCheck %s --check-prefix=REUSED < %t/reused.out
+// REUSED: 1  unfinished
