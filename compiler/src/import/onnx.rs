@@ -802,6 +802,11 @@ fn import_model_at(
             OPSETS.end()
         )));
     }
+    // (A subgraph's own float initializers in the graph's: weights a loop
+    // closes over, which jax2onnx writes into a `fori_loop`'s body, where
+    // they stayed constants.)
+    let hoisted = hoist_subgraph_initializers(model);
+    let model = hoisted.as_ref().unwrap_or(model);
     let graph = model.graph.as_ref().ok_or_else(|| fail("the model has no graph".into()))?;
     let mut inits = HashMap::new();
     for t in &graph.initializer {
@@ -2474,6 +2479,74 @@ fn nodes_within(graph: &proto::GraphProto) -> Vec<&proto::NodeProto> {
         }
     }
     all
+}
+
+/// `model` with its subgraphs' (a Loop's body's, an If's branches') float
+/// initializers moved into its graph's, where their names are the graph's
+/// alone: a subgraph reads the graph's values by name, so it computes
+/// the same, and a weight it holds (jax2onnx writes the weights a
+/// `fori_loop` closes over into its body) is a parameter like the graph's
+/// (it imported as a constant, and never trained). `None` where no
+/// subgraph holds one.
+fn hoist_subgraph_initializers(model: &proto::ModelProto) -> Option<proto::ModelProto> {
+    fn float(t: &proto::TensorProto) -> bool {
+        matches!(
+            DataType::try_from(t.data_type()),
+            Ok(DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16)
+        )
+    }
+    let graph = model.graph.as_ref()?;
+    let within = nodes_within(graph);
+    let held: Vec<&proto::TensorProto> = within
+        .iter()
+        .flat_map(|n| n.attribute.iter().filter_map(|a| a.g.as_ref()))
+        .flat_map(|g| g.initializer.iter())
+        .filter(|t| float(t))
+        .collect();
+    if held.is_empty() {
+        return None;
+    }
+    // Names given once in the whole model (a name two subgraphs give, or
+    // the graph's own, stays where it is).
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for n in graph.initializer.iter().chain(
+        within.iter().flat_map(|n| n.attribute.iter().filter_map(|a| a.g.as_ref()).flat_map(|g| g.initializer.iter())),
+    ) {
+        *count.entry(n.name()).or_default() += 1;
+    }
+    let outer: HashSet<&str> = graph
+        .input
+        .iter()
+        .map(|i| i.name())
+        .chain(within.iter().flat_map(|n| n.output.iter().map(String::as_str)))
+        .collect();
+    let movable: HashSet<String> = held
+        .iter()
+        .filter(|t| count.get(t.name()) == Some(&1) && !outer.contains(t.name()))
+        .map(|t| t.name().to_string())
+        .collect();
+    if movable.is_empty() {
+        return None;
+    }
+    fn take(graph: &mut proto::GraphProto, movable: &HashSet<String>, out: &mut Vec<proto::TensorProto>) {
+        for node in &mut graph.node {
+            for a in &mut node.attribute {
+                if let Some(g) = a.g.as_mut() {
+                    let (moved, kept): (Vec<_>, Vec<_>) =
+                        std::mem::take(&mut g.initializer).into_iter().partition(|t| movable.contains(t.name()));
+                    g.initializer = kept;
+                    out.extend(moved);
+                    take(g, movable, out);
+                }
+            }
+        }
+    }
+    let mut model = model.clone();
+    let graph = model.graph.as_mut()?;
+    let mut moved = Vec::new();
+    take(graph, &movable, &mut moved);
+    graph.initializer.extend(moved);
+    Some(model)
 }
 
 /// The values a node's subgraphs (an If's branches) read, the graph's

@@ -250,6 +250,10 @@ pub struct NewRun {
     pub settings: Settings,
     pub data: String,
     pub seed: u64,
+    /// When the run started, as [`now`] writes it (`None`: now): a row
+    /// written at the run's end, the registry locked at its start, keeps
+    /// its start.
+    pub started: Option<String>,
 }
 
 /// A growth decision, as recorded.
@@ -356,7 +360,7 @@ fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> TrainError + '_ {
 }
 
 /// Seconds since the Unix epoch, as ISO 8601 (UTC).
-fn now() -> String {
+pub(crate) fn now() -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rest) = (secs / 86400, secs % 86400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -689,7 +693,7 @@ impl Runs {
                 "INSERT INTO runs (started, status, pid, host, command, model, model_hash, graph_hash, fingerprint, \
                  problem, settings, data, seed) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
-                    now(),
+                    run.started.clone().unwrap_or_else(now),
                     std::process::id(),
                     host,
                     run.command,

@@ -1777,6 +1777,14 @@ fn fit_run(
         Some(Some(row)) => match Recorder::begin(&row) {
             Ok(fresh) => {
                 *fresh.deferred.borrow_mut() = recorder.as_ref().and_then(|r| r.deferred.borrow_mut().take());
+                if run.checkpoint_dir.is_some() {
+                    report.note(&format!(
+                        "{}: the run is recorded as run {} at its end; its checkpoints, saved before, do not name \
+                         it, so a resume of them records a row of its own",
+                        row.db.display(),
+                        fresh.id
+                    ));
+                }
                 Some(Rc::new(fresh))
             }
             Err(e) => {
@@ -2070,6 +2078,7 @@ impl Recorder {
             settings,
             data: data.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
             seed: run.seed,
+            started: Some(super::registry::now()),
         };
         Ok(RowToBe { db: db.to_path_buf(), continued, new_run })
     }
@@ -3193,7 +3202,9 @@ impl<'a> Loop<'a> {
         meta.insert(SCHEDULE_BUDGET_KEY.into(), run.flops_budget.map_or("none".into(), |b| format!("{b:e}")));
         meta.extend(self.record.iter().map(|(k, v)| (k.to_string(), v.clone())));
         meta.extend(self.data.metadata.clone());
-        if let Some(r) = &self.recorder {
+        // (A row not yet written, the registry locked at the run's start,
+        // is named by none: `#-1` sent a resume to no row.)
+        if let Some(r) = self.recorder.as_ref().filter(|r| r.late.borrow().is_none()) {
             meta.insert(REGISTRY_RUN_KEY.into(), format!("{}#{}", registry_key(r.runs.path()), r.id));
         }
         let mut extra = BTreeMap::new();

@@ -1460,6 +1460,14 @@ fn a_loop_known_at_import_unrolls_and_one_on_the_data_is_refused() {
     let imported = onnx::import_model(&good, "loop.onnx", &dir, &options).unwrap();
     assert_eq!(imported.sources, ["w"]);
     assert_eq!(imported.branches, [("Loop 'steps'".to_string(), "3 iterations".to_string())]);
+    // The weight held by the body itself (jax2onnx's `fori_loop` writes
+    // the weights it closes over so) trains too: it was a constant.
+    let mut held = good.clone();
+    let graph = held.graph.as_mut().unwrap();
+    let w = graph.initializer.pop().unwrap();
+    graph.node[0].attribute[0].g.as_mut().unwrap().initializer.push(w);
+    let imported = onnx::import_model(&held, "loop.onnx", &dir, &options).unwrap();
+    assert_eq!(imported.sources, ["w"]);
     // (The interpreter binds no parameter: w frozen, a constant.)
     let options = ImportOptions { freeze: vec!["w".into()], ..options };
     let imported = onnx::import_model(&good, "loop.onnx", &dir, &options).unwrap();

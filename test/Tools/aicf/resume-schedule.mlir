@@ -42,3 +42,6 @@
 // CLIPOFF: error: {{.*}}last.safetensors: the checkpoint was trained with clip_norm 1; this run asks for none
 // CLIPOVERRIDE: this run asks for none; going on (--override-resume)
 // CLIPOVERRIDE: epoch   2/2
+// (So it is for every command that builds a train step.)
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --clip-norm 0 -o %t/clip0 | FileCheck %s --check-prefix=CLIPCOMPILE
+// CLIPCOMPILE: compiled {{.*}}digits_mlp.mlir -> {{.*}}clip0

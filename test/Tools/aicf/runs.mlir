@@ -134,10 +134,11 @@
 // every epoch, at its end (it was not recorded at all).
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/s0 --runs-db %t/startlocked.sqlite > /dev/null
 // RUN: python3 -c "import sqlite3; q = chr(39); c = sqlite3.connect('%t/startlocked.sqlite'); c.execute('CREATE TABLE once (n INTEGER)'); c.execute('INSERT INTO once VALUES (0)'); c.execute('CREATE TRIGGER locked BEFORE INSERT ON runs WHEN (SELECT n FROM once) = 0 BEGIN UPDATE once SET n = 1; SELECT RAISE(FAIL, ' + q + 'database is locked' + q + '); END'); c.commit()"
-// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/s1 --runs-db %t/startlocked.sqlite --no-progress 2>&1 | FileCheck %s --check-prefix=STARTLOCKED
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/s1 --checkpoint-dir %t/s1-ck --runs-db %t/startlocked.sqlite --no-progress 2>&1 | FileCheck %s --check-prefix=STARTLOCKED
 // RUN: aicf runs show 2 --runs-db %t/startlocked.sqlite | FileCheck %s --check-prefix=STARTLOCKEDSHOW
 // STARTLOCKED: note: {{.*}}startlocked.sqlite: run registry: database is locked (another process holds it, past a 30 s wait); this run writes its record there at its end
 // STARTLOCKED-NOT: run registry
+// STARTLOCKED: note: {{.*}}startlocked.sqlite: the run is recorded as run 2 at its end; its checkpoints, saved before, do not name it, so a resume of them records a row of its own
 // STARTLOCKED: final held-out
 // STARTLOCKEDSHOW: run 2: finished
 // STARTLOCKEDSHOW: epoch     step

@@ -281,6 +281,14 @@ struct ModelArgs {
     collective_timeout: Option<f64>,
 }
 
+impl ModelArgs {
+    /// `--clip-norm`, where 0 is none (as Hugging Face's max_grad_norm=0),
+    /// for every command that builds a train step.
+    fn clip_norm(&self) -> Option<f64> {
+        self.clip_norm.filter(|&c| c != 0.0)
+    }
+}
+
 #[derive(clap::Args, Clone)]
 struct DeviceArgs {
     /// Where to run: cpu, cuda or cuda:N.
@@ -1017,9 +1025,8 @@ fn main() {
             // So does --accumulate (a resume at another global batch was
             // noted, and went on at the default's).
             let mut compile = compile;
-            if compile.clip_norm == Some(0.0) {
-                compile.clip_norm = None;
-            }
+            // (Its resume check compares the clipping: 0 is none there too.)
+            compile.clip_norm = compile.clip_norm();
             let checkpoint = resume_from
                 .clone()
                 .or_else(|| checkpoint_dir.as_ref().filter(|_| resume).map(|d| d.join("last.safetensors")))
@@ -2307,7 +2314,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         betas: c.betas,
         eps: c.adam_eps.unwrap_or(1e-8),
         decay_min_rank: if c.no_decay_1d { 2 } else { 0 },
-        clip_norm: c.clip_norm,
+        clip_norm: c.clip_norm(),
         memory_budget: c.memory_budget,
         precision: c.precision,
         shape_padding: !c.no_shape_padding,
@@ -2364,7 +2371,7 @@ fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
              a model written in bf16 or f16 has any"
         );
     }
-    aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay, c.betas, c.clip_norm)?;
+    aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay, c.betas, c.clip_norm())?;
     // (Given at all, it is Adam's: SGD's 1e-8 too.)
     if let Some(eps) = c.adam_eps {
         if matches!(c.optimizer, Optimizer::Sgd) {
@@ -2403,7 +2410,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
         betas: c.betas,
         eps: c.adam_eps.unwrap_or(1e-8),
         decay_1d: !c.no_decay_1d,
-        clip_norm: c.clip_norm,
+        clip_norm: c.clip_norm(),
         memory_budget: c.memory_budget,
         device: d.device(),
         seed,
