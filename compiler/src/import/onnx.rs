@@ -1260,6 +1260,7 @@ fn import_model_at(
         tf2onnx,
         pytorch: model.producer_name() == "pytorch",
         legacy_names: options.legacy_names,
+        empty_scans: HashSet::new(),
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
@@ -2665,6 +2666,9 @@ struct Importer<'a> {
     tf2onnx: bool,
     /// [`ImportOptions::legacy_names`].
     legacy_names: bool,
+    /// Scan outputs of loops that ran no iteration (empty: an error where
+    /// the graph reads one).
+    empty_scans: HashSet<String>,
     /// Whether PyTorch wrote the model: a training BatchNorm's running
     /// variance takes the batch's unbiased variance, as PyTorch's does;
     /// the ONNX spec's, Keras's and Flax's take the biased one.
@@ -3931,6 +3935,11 @@ impl Importer<'_> {
             let t = self.param(g, n)?;
             env.insert(n.to_string(), V::T(t.clone()));
             Ok(V::T(t))
+        } else if self.empty_scans.contains(n) {
+            Err(format!(
+                "input '{n}' is the scan output of a loop that ran no iteration: an empty tensor, which AICF does \
+                 not compile"
+            ))
         } else {
             Err(format!("input '{n}' is not produced by any earlier node"))
         }
@@ -4061,17 +4070,29 @@ impl Importer<'_> {
             }
             i += 1;
         }
-        self.branches.push((format!("Loop '{label}'"), format!("{i} iterations")));
-        let mut results = state;
+        self.branches.push((format!("Loop '{label}'"), format!("{i} iteration{}", if i == 1 { "" } else { "s" })));
+        let mut results: Vec<Option<V>> = state.into_iter().map(Some).collect();
         for (k, values) in scanned.into_iter().enumerate() {
-            results.push(self.stack(g, &values).map_err(|m| fail(format!("scan output {k}: {m}")))?);
+            // (A loop that ran no iteration has no scan output: an error
+            // only where the graph reads it, [`Self::value`].)
+            results.push(match values.is_empty() {
+                true => None,
+                false => Some(self.stack(g, &values).map_err(|m| fail(format!("scan output {k}: {m}")))?),
+            });
         }
         for (name, v) in node.output.iter().zip(results) {
             if !name.is_empty() {
                 if env.contains_key(name) {
                     return Err(fail(format!("its output '{name}' is already a value of the graph")));
                 }
-                env.insert(name.clone(), v);
+                match v {
+                    Some(v) => {
+                        env.insert(name.clone(), v);
+                    }
+                    None => {
+                        self.empty_scans.insert(name.clone());
+                    }
+                }
             }
         }
         Ok(())

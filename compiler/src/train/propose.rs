@@ -1210,6 +1210,23 @@ fn checked_policy(text: String) -> Result<String> {
 /// The first line of every policy `aicf propose` writes.
 pub const POLICY_HEADER: &str = "# Proposed by aicf propose";
 
+/// The line a proposed model carries before its module: the module's hash.
+pub const PROPOSED_CONTENT: &str = "//   content ";
+/// The last line of a proposed policy: the hash of the lines before it.
+pub const PROPOSED_POLICY_CONTENT: &str = "# content ";
+
+/// Whether a proposal's file holds what the proposal wrote: the hash on its
+/// `mark` line is that of the text after the line (`after`: a model's
+/// module) or before it (a policy). A file of a proposal before the hash
+/// was recorded (no such line) is taken as written.
+pub fn unedited(text: &str, mark: &str, after: bool) -> bool {
+    let Some(at) = text.find(&format!("\n{mark}")).map(|i| i + 1) else { return true };
+    let line_end = text[at..].find('\n').map_or(text.len(), |e| at + e + 1);
+    let recorded = text[at + mark.len()..line_end].trim();
+    let hashed = if after { &text[line_end..] } else { &text[..at] };
+    aicf_runtime::artifact::ir_hash(hashed) == recorded
+}
+
 /// Where a proposal's policy goes when `--policy` names no file: beside the
 /// model `output` (`x.mlir` -> `x.toml`) where the proposal grows, else
 /// nowhere. Only over an earlier proposal's policy: a hand-written policy
@@ -1225,10 +1242,13 @@ pub fn policy_path(output: &Path, grow: bool) -> std::result::Result<Option<Path
             p.display()
         ));
     }
-    if p.exists() && !std::fs::read_to_string(&p).is_ok_and(|t| t.starts_with(POLICY_HEADER)) {
+    if p.exists()
+        && !std::fs::read_to_string(&p)
+            .is_ok_and(|t| t.starts_with(POLICY_HEADER) && unedited(&t, PROPOSED_POLICY_CONTENT, false))
+    {
         return Err(format!(
             "{}: the proposal grows, and its policy goes beside the model, where this file is (not an earlier \
-             proposal's policy); give --policy, or move it",
+             proposal's policy as it wrote it); give --policy, or move it",
             p.display()
         ));
     }
@@ -1253,6 +1273,14 @@ mod tests {
         assert!(e.contains("not an earlier proposal's policy"), "{e}");
         std::fs::write(dir.join("m.toml"), format!("{}: ...\n", super::POLICY_HEADER)).unwrap();
         assert_eq!(policy_path(&dir.join("m.mlir"), true).unwrap(), Some(dir.join("m.toml")));
+        // A proposal's policy as it wrote it (its hash last), and edited.
+        let text = format!("{}: ...\n", super::POLICY_HEADER);
+        let hash = aicf_runtime::artifact::ir_hash(&text);
+        std::fs::write(dir.join("m.toml"), format!("{text}{}{hash}\n", super::PROPOSED_POLICY_CONTENT)).unwrap();
+        assert_eq!(policy_path(&dir.join("m.mlir"), true).unwrap(), Some(dir.join("m.toml")));
+        std::fs::write(dir.join("m.toml"), format!("{text}max = 9\n{}{hash}\n", super::PROPOSED_POLICY_CONTENT))
+            .unwrap();
+        assert!(policy_path(&dir.join("m.mlir"), true).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

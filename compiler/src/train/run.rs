@@ -3334,14 +3334,14 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// Steps a FLOPs budget still buys at the current model's FLOPs per
-    /// step of `rows` examples (none without a budget, or where the step
-    /// counts none).
     /// The schedule's step for the optimizer's `step` ([`Self::schedule_shift`]).
     fn schedule_step(&self, step: u64) -> u64 {
         (step as i64).saturating_add(self.schedule_shift).max(0) as u64
     }
 
+    /// Steps a FLOPs budget still buys at the current model's FLOPs per
+    /// step of `rows` examples (none without a budget, or where the step
+    /// counts none).
     fn budget_steps_left(&self, run: &RunOptions, rows: usize) -> Option<u64> {
         let budget = run.flops_budget?;
         let per = step_flops(self.adaptive.trainer(), rows);

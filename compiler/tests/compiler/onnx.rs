@@ -1479,10 +1479,23 @@ fn a_loop_known_at_import_unrolls_and_one_on_the_data_is_refused() {
     let graph = stacked.graph.as_mut().unwrap();
     graph.output = vec![float_value("every", &[3, 2, 3])];
     let imported = onnx::import_model(&stacked, "loop.onnx", &dir, &options).unwrap();
-    let y = interpreted_forward(&imported, &dir, "stacked", input);
+    let y = interpreted_forward(&imported, &dir, "stacked", input.clone());
     assert_eq!(y[0].shape, [3, 2, 3]);
     assert_eq!(y[0].data[..6], [0.5, 2.0, -1.0, 1.0, 6.0, -4.0]);
     assert_eq!(y[0].data[12..], [0.125, 8.0, -1.0, 0.25, 24.0, -4.0]);
+    // No iteration: the carried value is the initial one, and the scan
+    // output, which nothing reads, is no error (it was refused).
+    let mut none = good.clone();
+    none.graph.as_mut().unwrap().initializer[0].int64_data = vec![0];
+    let imported = onnx::import_model(&none, "loop.onnx", &dir, &options).unwrap();
+    assert_eq!(imported.branches, [("Loop 'steps'".to_string(), "0 iterations".to_string())]);
+    let y = interpreted_forward(&imported, &dir, "none", input.clone());
+    assert_eq!(y[0].data, input.data);
+    // Read, it is refused by name.
+    none.graph.as_mut().unwrap().node.push(node("after", "Neg", &["every"], "gone"));
+    none.graph.as_mut().unwrap().output = vec![float_value("gone", &[0, 2, 3])];
+    let e = onnx::import_model(&none, "loop.onnx", &dir, &options).unwrap_err().to_string();
+    assert!(e.contains("input 'every' is the scan output of a loop that ran no iteration"), "{e}");
     let refused = |m: &ModelProto| onnx::import_model(m, "loop.onnx", &dir, &options).unwrap_err().to_string();
     // Go on while the sum of h is positive: the data decides.
     let on_data = body(

@@ -30,8 +30,15 @@
 // RUN: FileCheck %s --check-prefix=KEPT < %t/mine.toml
 // RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t/mine.mlir --force > /dev/null
 // RUN: FileCheck %s --check-prefix=REPLACED < %t/mine.mlir
-// HANDMODEL: aicf: error: -o {{.*}}mine.mlir: the file is there and no earlier proposal wrote it (edited by hand?); give another file, or --force to replace it
-// HANDPOLICY: aicf: error: --policy {{.*}}mine.toml: the file is there and no earlier proposal wrote it
+// A proposal edited since, its first line kept, is refused too; one as
+// written is replaced.
+// RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t/edited.mlir > /dev/null
+// RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 16" -o %t/edited.mlir > /dev/null
+// RUN: printf '// MY EDIT\n' >> %t/edited.mlir
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t/edited.mlir 2>&1 | FileCheck %s --check-prefix=EDITED
+// EDITED: aicf: error: -o {{.*}}edited.mlir: the file is there, and is no earlier proposal as it wrote it (another file, or one edited since)
+// HANDMODEL: aicf: error: -o {{.*}}mine.mlir: the file is there, and is no earlier proposal as it wrote it (another file, or one edited since); give another file, or --force to replace it
+// HANDPOLICY: aicf: error: --policy {{.*}}mine.toml: the file is there, and is no earlier proposal as it wrote it
 // KEPT: # mine
 // REPLACED: // mlp 8 for {{.*}}iris.csv.gz, proposed by aicf propose:
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "cnn 3" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=STRUCTURE

@@ -315,7 +315,7 @@
 // RUN: aicf runs compare 1 2 --runs-db %t/momentum.sqlite | FileCheck %s --check-prefix=SETTINGS
 // SETTINGS: run {{ *}}1  2
 // SETTINGS: lr schedule {{ *}}constant  cosine, warm-up 0 steps, down to 0.1 x lr
-// SETTINGS: momentum {{ *}}0.9 (Nesterov)  0
+// SETTINGS: momentum {{ *}}0.9 (Nesterov)  -
 // SETTINGS: weight decay {{ *}}0.01  0
 // A run recorded as running whose process id another process has now,
 // started after the run (here a sleep started 5 s after it), was killed:

@@ -2441,6 +2441,21 @@ fn same_file(input: &Path, output: &Path) -> bool {
     }
 }
 
+/// The Loops an import unrolled over more than 256 iterations, once each
+/// (each function traced, `@forward` and `@loss`, records them).
+fn long_loops(branches: &[(String, String)]) -> Vec<(&str, usize)> {
+    let mut long: Vec<(&str, usize)> = Vec::new();
+    for (at, decision) in branches {
+        let steps = decision.strip_suffix(" iterations").and_then(|n| n.parse::<usize>().ok());
+        if let (Some(n), Some(name)) = (steps.filter(|&n| n > 256), at.strip_prefix("Loop "))
+            && !long.iter().any(|(l, _)| *l == name)
+        {
+            long.push((name, n));
+        }
+    }
+    long
+}
+
 /// How the exporter that wrote a model (its `producer_name`) makes the
 /// batch axis dynamic, for input `input` (it named PyTorch's `dynamic_axes`
 /// to a JAX user).
@@ -2774,6 +2789,14 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             if imported.untied.len() == 1 { "imports" } else { "import" },
             named.join(", "),
             if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
+    // A long loop unrolled: said, as its compile takes minutes (a Loop of
+    // 4,096 steps of a small body, three).
+    for (name, n) in long_loops(&imported.branches) {
+        eprintln!(
+            "note: Loop {name} is unrolled over {n} iterations: AICF compiles static graphs, so compile time and \
+             memory grow with the sequence (a shorter sequence, or chunks of it, compiles faster)"
         );
     }
     if !imported.other_floats.is_empty() {
@@ -4665,6 +4688,8 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                                 match key {
                                     "lr schedule" => s.lr_schedule.clone().unwrap_or_else(|| "-".into()),
                                     "clip norm" => "none".into(),
+                                    // (Adam has no momentum of SGD's.)
+                                    "momentum" if s.optimizer.starts_with("adam") => "-".into(),
                                     "momentum" | "weight decay" => "0".into(),
                                     "micro-batches" if s.accumulate.is_some() => "1".into(),
                                     "betas" if s.betas.is_some() => "0.9,0.999".into(),
@@ -4908,15 +4933,19 @@ fn propose(
             return Err(format!("{}: {what} is written to a file, and this is a directory", p.display()));
         }
     }
-    // A file the proposal would replace that no proposal wrote (a model or
-    // policy edited by hand) is refused without --force: it was replaced
-    // without a word.
-    let ours = |p: &Path, mark: &dyn Fn(&str) -> bool| {
-        std::fs::read(p).map(|b| mark(String::from_utf8_lossy(&b[..b.len().min(4096)]).as_ref()))
+    // A file the proposal would replace that no proposal wrote, or one a
+    // proposal wrote and the user edited since (its content no longer its
+    // recorded hash), is refused without --force: it was replaced without
+    // a word.
+    let ours =
+        |p: &Path, mark: &dyn Fn(&str) -> bool| std::fs::read(p).map(|b| mark(String::from_utf8_lossy(&b).as_ref()));
+    let model_mark = |t: &str| {
+        t.lines().next().is_some_and(|l| l.starts_with("// ") && l.ends_with("proposed by aicf propose:"))
+            && propose::unedited(t, propose::PROPOSED_CONTENT, true)
     };
-    let model_mark =
-        |t: &str| t.lines().next().is_some_and(|l| l.starts_with("// ") && l.ends_with("proposed by aicf propose:"));
-    let policy_mark = |t: &str| t.starts_with(propose::POLICY_HEADER);
+    let policy_mark = |t: &str| {
+        t.starts_with(propose::POLICY_HEADER) && propose::unedited(t, propose::PROPOSED_POLICY_CONTENT, false)
+    };
     for (file, flag, mark) in
         [(Some(output), "-o", &model_mark as &dyn Fn(&str) -> bool), (policy.as_deref(), "--policy", &policy_mark)]
     {
@@ -4925,8 +4954,8 @@ fn propose(
             && ours(file, mark).is_ok_and(|ours| !ours)
         {
             return Err(format!(
-                "{flag} {}: the file is there and no earlier proposal wrote it (edited by hand?); give another \
-                 file, or --force to replace it",
+                "{flag} {}: the file is there, and is no earlier proposal as it wrote it (another file, or one \
+                 edited since); give another file, or --force to replace it",
                 file.display()
             ));
         }
@@ -5013,6 +5042,8 @@ fn propose(
     for line in &proposal.explanation {
         text += &format!("//   {line}\n");
     }
+    // (The module's hash: a later proposal tells an edited one by it.)
+    text += &format!("{}{}\n", propose::PROPOSED_CONTENT, aicf_runtime::artifact::ir_hash(&module.text));
     text += &module.text;
     write_atomically(output, text.as_bytes()).map_err(|e| e.to_string())?;
     let params: usize = module.params.iter().map(|p| p.spec.num_elements()).sum();
@@ -5029,7 +5060,13 @@ fn propose(
         );
     }
     if let Some(p) = &policy {
-        write_atomically(p, proposal.policy.as_bytes()).map_err(|e| e.to_string())?;
+        let policy_text = format!(
+            "{}{}{}\n",
+            proposal.policy,
+            propose::PROPOSED_POLICY_CONTENT,
+            aicf_runtime::artifact::ir_hash(&proposal.policy)
+        );
+        write_atomically(p, policy_text.as_bytes()).map_err(|e| e.to_string())?;
         println!("wrote {} (aicf train --adapt)", p.display());
     } else {
         // The explanation's growth policy, which a plain proposal writes
@@ -5057,6 +5094,20 @@ fn propose(
 #[cfg(test)]
 mod tests {
     use super::forward_without_abort_help;
+
+    /// A loop unrolled over more than 256 iterations is named once; a
+    /// short one and an If are not.
+    #[test]
+    fn long_loops_are_named_once() {
+        let b = |a: &str, d: &str| (a.to_string(), d.to_string());
+        let branches = [
+            b("Loop 'scan'", "512 iterations"),
+            b("Loop 'short'", "8 iterations"),
+            b("If 'squeeze'", "then"),
+            b("Loop 'scan'", "512 iterations"),
+        ];
+        assert_eq!(super::long_loops(&branches), [("'scan'", 512)]);
+    }
 
     /// The batch-axis hint is the exporter's own API (a JAX user was told
     /// PyTorch's `dynamic_axes`).
