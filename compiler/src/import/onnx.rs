@@ -296,6 +296,10 @@ pub struct Imported {
     /// bf16), which AICF imports and computes in f32 (`--precision`
     /// chooses a mixed precision for the train step).
     pub other_floats: Vec<String>,
+    /// Dropout nodes the export marks for inference (`training_mode` false
+    /// or absent), which AICF applies while training all the same (the
+    /// model's framework does in training) and never in `@forward`.
+    pub inference_dropouts: Vec<String>,
     /// The program that wrote the model (`producer_name`: `pytorch`,
     /// `tf2onnx`, `jax2onnx`, ...), empty where it says none.
     pub producer: String,
@@ -1261,6 +1265,7 @@ fn import_model_at(
         pytorch: model.producer_name() == "pytorch",
         legacy_names: options.legacy_names,
         empty_scans: HashSet::new(),
+        inference_dropouts: Default::default(),
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
@@ -1506,6 +1511,7 @@ fn import_model_at(
         opset,
         producer: model.producer_name().to_string(),
         other_floats: other_floats.iter().map(|t| t.to_string()).collect(),
+        inference_dropouts: importer.inference_dropouts.borrow().iter().cloned().collect(),
         inputs,
         symbolic,
         batch_of_one: None,
@@ -2669,6 +2675,9 @@ struct Importer<'a> {
     /// Scan outputs of loops that ran no iteration (empty: an error where
     /// the graph reads one).
     empty_scans: HashSet<String>,
+    /// [`Imported::inference_dropouts`].
+    /// (In a cell: the node's translation holds the importer shared.)
+    inference_dropouts: std::cell::RefCell<std::collections::BTreeSet<String>>,
     /// Whether PyTorch wrote the model: a training BatchNorm's running
     /// variance takes the batch's unbiased variance, as PyTorch's does;
     /// the ONNX spec's, Keras's and Flax's take the biased one.
@@ -7072,6 +7081,14 @@ impl Importer<'_> {
                 } else {
                     attr_f(node, "ratio", 0.5) as f64
                 };
+                // One the export marks for inference (training_mode false
+                // or absent: jax2onnx's deterministic apply writes so)
+                // drops while training all the same: said.
+                let inference = self.opset >= 12
+                    && optional_const(2).ok().flatten().is_none_or(|c| c.vals.iter().all(|&v| v == 0.0));
+                if self.trains && ratio > 0.0 && inference {
+                    self.inference_dropouts.borrow_mut().insert(node_label(node));
+                }
                 // Training mode follows the function traced (@loss trains),
                 // not the export's training_mode input.
                 one(nn(t(0)?.dropout(ratio))?)

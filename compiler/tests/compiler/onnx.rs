@@ -333,6 +333,29 @@ fn a_float64_graph_is_said_to_compute_in_f32() {
     assert_eq!(imported.other_floats, ["float64"]);
 }
 
+/// A Dropout the export marks for inference (`training_mode` false or
+/// absent: jax2onnx's deterministic apply) drops while training all the
+/// same, and is named (`inference_dropouts`, which `aicf import` notes);
+/// one marked for training is not.
+#[test]
+fn a_dropout_marked_for_inference_is_named() {
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+    let ratio = float_init("ratio", vec![], vec![0.25]);
+    let mut model = one_node_model("drop", "Dropout", (&[2, 3], &[2, 3]), vec![], vec![ratio], 13);
+    let imported = onnx::import_model(&model, "drop.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!(imported.inference_dropouts, ["drop"]);
+    let graph = model.graph.as_mut().unwrap();
+    graph.node[0].input.push("training".into());
+    graph.initializer.push(aicf_onnx::proto::TensorProto {
+        name: Some("training".into()),
+        data_type: Some(9),
+        int32_data: vec![1],
+        ..Default::default()
+    });
+    let imported = onnx::import_model(&model, "drop.onnx", std::path::Path::new("."), &options).unwrap();
+    assert!(imported.inference_dropouts.is_empty(), "{:?}", imported.inference_dropouts);
+}
+
 /// A Gemm's weight stored `[in, out]` (jax2onnx's Dense kernel, Hugging
 /// Face's `Conv1D`) is held `[out, in]` under its own name, and said so
 /// (`transposed_in_place`, which `aicf import` notes: a checkpoint holds

@@ -2799,6 +2799,20 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
              memory grow with the sequence (a shorter sequence, or chunks of it, compiles faster)"
         );
     }
+    if !imported.inference_dropouts.is_empty() {
+        let d = &imported.inference_dropouts;
+        let named: Vec<String> = d.iter().take(4).map(|n| format!("'{n}'")).collect();
+        eprintln!(
+            "note: the export marks {} Dropout node{} for inference (training_mode false, as a deterministic \
+             apply exports it): {}{}; AICF applies {} while training, as the model's framework does in training, \
+             and never in @forward (predict, eval)",
+            d.len(),
+            if d.len() == 1 { "" } else { "s" },
+            named.join(", "),
+            if d.len() > 4 { format!(" and {} more", d.len() - 4) } else { String::new() },
+            if d.len() == 1 { "it" } else { "them" }
+        );
+    }
     if !imported.other_floats.is_empty() {
         eprintln!(
             "note: {} declares {} tensors; AICF imports and computes them in f32 (--precision bf16 or fp16 trains in \
