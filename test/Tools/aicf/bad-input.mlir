@@ -423,8 +423,9 @@
 // SGDBETAS: aicf: error: --betas are Adam's and AdamW's; SGD's is --momentum
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --min-lr-factor 0.5 --out %t/e 2>&1 | FileCheck %s --check-prefix=MINLR
 // MINLR: aicf: error: --min-lr-factor is the cosine and wsd schedules': add --lr-schedule cosine or wsd
-// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --clip-norm 0 -o %t/c.aicf 2>&1 | FileCheck %s --check-prefix=COMPILECLIP
-// COMPILECLIP: aicf: error: the gradient clipping norm 0 is not a positive number
+// (A negative norm: 0 is none, as Hugging Face's max_grad_norm=0.)
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --clip-norm -1 -o %t/c.aicf 2>&1 | FileCheck %s --check-prefix=COMPILECLIP
+// COMPILECLIP: aicf: error: the gradient clipping norm -1 is not a positive number
 // A policy that cannot act in the run says so before training.
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 1000\naction = { op = "widen", layer = "fc1", width = 160 }\n' > %t/late.toml
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --adapt %t/late.toml --out %t/late 2>&1 | FileCheck %s --check-prefix=LATE
