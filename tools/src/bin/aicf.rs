@@ -4951,8 +4951,13 @@ fn propose(
     // proposal wrote and the user edited since (its content no longer its
     // recorded hash), is refused without --force: it was replaced without
     // a word.
-    let ours =
-        |p: &Path, mark: &dyn Fn(&str) -> bool| std::fs::read(p).map(|b| mark(String::from_utf8_lossy(&b).as_ref()));
+    // (A file larger than any proposal is none: not read whole.)
+    let ours = |p: &Path, mark: &dyn Fn(&str) -> bool| {
+        if std::fs::metadata(p)?.len() > 64 << 20 {
+            return Ok(false);
+        }
+        std::fs::read(p).map(|b| mark(String::from_utf8_lossy(&b).as_ref()))
+    };
     let model_mark = |t: &str| {
         t.lines().next().is_some_and(|l| l.starts_with("// ") && l.ends_with("proposed by aicf propose:"))
             && propose::unedited(t, propose::PROPOSED_CONTENT, true)
