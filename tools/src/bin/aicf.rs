@@ -2441,6 +2441,14 @@ fn same_file(input: &Path, output: &Path) -> bool {
     }
 }
 
+/// The first `shown` of `items`, comma-separated, and a count of the rest
+/// (`'a', 'b' and 3 more`): an import note's list.
+fn first_few(items: impl ExactSizeIterator<Item = String>, shown: usize) -> String {
+    let more = items.len().saturating_sub(shown);
+    let listed: Vec<String> = items.take(shown).collect();
+    format!("{}{}", listed.join(", "), if more > 0 { format!(" and {more} more") } else { String::new() })
+}
+
 /// The Loops an import unrolled over more than 256 iterations, once each
 /// (each function traced, `@forward` and `@loss`, records them).
 fn long_loops(branches: &[(String, String)]) -> Vec<(&str, usize)> {
@@ -2801,15 +2809,13 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
     }
     if !imported.inference_dropouts.is_empty() {
         let d = &imported.inference_dropouts;
-        let named: Vec<String> = d.iter().take(4).map(|n| format!("'{n}'")).collect();
         eprintln!(
             "note: the export marks {} Dropout node{} for inference (training_mode false, as a deterministic \
-             apply exports it): {}{}; AICF applies {} while training, as the model's framework does in training, \
+             apply exports it): {}; AICF applies {} while training, as the model's framework does in training, \
              and never in @forward (predict, eval)",
             d.len(),
             if d.len() == 1 { "" } else { "s" },
-            named.join(", "),
-            if d.len() > 4 { format!(" and {} more", d.len() - 4) } else { String::new() },
+            first_few(d.iter().map(|n| format!("'{n}'")), 4),
             if d.len() == 1 { "it" } else { "them" }
         );
     }
@@ -2823,50 +2829,41 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
     }
     if !imported.transposed_in_place.is_empty() {
         let t = &imported.transposed_in_place;
-        let named: Vec<String> = t.iter().take(4).map(|n| format!("'{n}'")).collect();
-        let more = t.len().saturating_sub(4);
         eprintln!(
             "note: {} weight{} stored [in, out] for a Gemm or MatMul {} held [out, in] (transposed, as AICF's linear \
-             layer reads it) under {} own name{}: {}{}; a checkpoint holds {} so: transpose {} back to load it into \
+             layer reads it) under {} own name{}: {}; a checkpoint holds {} so: transpose {} back to load it into \
              the exporting framework's layer",
             t.len(),
             if t.len() == 1 { "" } else { "s" },
             if t.len() == 1 { "is" } else { "are" },
             if t.len() == 1 { "its" } else { "their" },
             if t.len() == 1 { "" } else { "s" },
-            named.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() },
+            first_few(t.iter().map(|n| format!("'{n}'")), 4),
             if t.len() == 1 { "it" } else { "them" },
             if t.len() == 1 { "it" } else { "them" },
         );
     }
     if !imported.untied_tf2onnx.is_empty() {
         let u = &imported.untied_tf2onnx;
-        let named: Vec<String> = u.iter().take(4).map(|(c, i)| format!("'{c}' (from '{i}')")).collect();
-        let more = u.len().saturating_sub(4);
         eprintln!(
             "note: tf2onnx keeps one initializer of equal values, so a fresh Keras model's equal weights (its \
-             norms' ones and zeros, its recurrent layers' zero biases) read one tensor; each layer reading it gets its own again ({} cop{}; a layer the model calls \
-             twice, shared, stays one): {}{}",
+             norms' ones and zeros, its recurrent layers' zero biases) read one tensor; each layer reading it gets \
+             its own again ({} cop{}; a layer the model calls twice, shared, stays one): {}",
             u.len(),
             if u.len() == 1 { "y" } else { "ies" },
-            named.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
+            first_few(u.iter().map(|(c, i)| format!("'{c}' (from '{i}')")), 4)
         );
     }
     if !imported.restored.is_empty() {
-        let named: Vec<String> = imported.restored.iter().take(4).map(|b| format!("'{b}'")).collect();
-        let more = imported.restored.len().saturating_sub(4);
         eprintln!(
             "note: {} bias{} the exporter dropped (zero when exported; its metadata names {}) {} as zeros, as the \
-             model trains {}: {}{}",
+             model trains {}: {}",
             imported.restored.len(),
             if imported.restored.len() == 1 { "" } else { "es" },
             if imported.restored.len() == 1 { "it" } else { "them" },
             if imported.restored.len() == 1 { "imports" } else { "import" },
             if imported.restored.len() == 1 { "it" } else { "them" },
-            named.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
+            first_few(imported.restored.iter().map(|b| format!("'{b}'")), 4)
         );
     }
     for (export, table) in &imported.renamed_tables {
@@ -2877,11 +2874,7 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         );
     }
     if let Some(folds) = &imported.tf2onnx_folds {
-        let some = |names: &[String]| {
-            let shown: Vec<String> = names.iter().take(3).map(|n| format!("'{n}'")).collect();
-            let more = names.len().saturating_sub(3);
-            format!("{}{}", shown.join(", "), if more > 0 { format!(" and {more} more") } else { String::new() })
-        };
+        let some = |names: &[String]| first_few(names.iter().map(|n| format!("'{n}'")), 3);
         let mut what = Vec::new();
         if !folds.biasless.is_empty() {
             what.push(format!(
@@ -5113,6 +5106,14 @@ fn propose(
 #[cfg(test)]
 mod tests {
     use super::forward_without_abort_help;
+
+    /// An import note's list: the first few, and a count of the rest.
+    #[test]
+    fn a_notes_list_counts_what_it_leaves_out() {
+        let names = |n: usize| (0..n).map(|k| format!("'w{k}'")).collect::<Vec<_>>().into_iter();
+        assert_eq!(super::first_few(names(2), 4), "'w0', 'w1'");
+        assert_eq!(super::first_few(names(6), 4), "'w0', 'w1', 'w2', 'w3' and 2 more");
+    }
 
     /// A loop unrolled over more than 256 iterations is named once; a
     /// short one and an If are not.
