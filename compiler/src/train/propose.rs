@@ -1337,6 +1337,8 @@ mod tests {
                 final_val_accuracy: None,
                 seconds: None,
                 error: None,
+                tags: Vec::new(),
+                note: None,
             },
             command: String::new(),
             data: String::new(),

@@ -23,8 +23,15 @@
 //! decisions(run_id, seq, step, epoch, trigger, action, outcome, reason,
 //!           params_before, params_after, loss_before, loss_after,
 //!           ir_before, ir_after)
-//! meta(key, value)
+//! tags(run_id, tag)        -- `aicf runs tag`
+//! notes(run_id, note)      -- `aicf runs note`
+//! meta(key, value)         -- 'schema': the version; 'deleted_through':
+//!                          -- the highest id `aicf runs delete` removed
 //! ```
+//!
+//! A deleted run's id is not given again ([`Runs::begin`] numbers past
+//! `deleted_through`): a checkpoint that names it never resumes into
+//! another run's row.
 //!
 //! Each write is one transaction (SQLite's journal in WAL mode), so a
 //! killed run leaves the database whole: its row says `running`, and
@@ -98,6 +105,15 @@ CREATE TABLE IF NOT EXISTS decisions (
     ir_before TEXT,
     ir_after TEXT,
     PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS tags (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    tag TEXT NOT NULL,               -- `aicf runs tag`
+    PRIMARY KEY (run_id, tag)
+);
+CREATE TABLE IF NOT EXISTS notes (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+    note TEXT NOT NULL               -- `aicf runs note`
 );
 CREATE INDEX IF NOT EXISTS runs_graph ON runs(graph_hash);
 ";
@@ -296,6 +312,13 @@ pub struct RunRow {
     pub final_val_accuracy: Option<f64>,
     pub seconds: Option<f64>,
     pub error: Option<String>,
+    /// Its tags (`aicf runs tag`), sorted (none in registries written
+    /// before them).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Its note (`aicf runs note`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A run with its curve and decisions.
@@ -378,6 +401,29 @@ pub(crate) fn now() -> String {
 
 /// Seconds since 1970 of a time [`now`] wrote (`2026-12-07T11:17:01Z`);
 /// `None` where it does not read so.
+/// Whether the process `pid` that recorded a run on `host` (started at
+/// `started`) is gone: no process of that id on this machine, or one
+/// started after the run did (ids are reused: after a reboot, in a
+/// container, a killed run read as running for ever). A run of another
+/// machine cannot be told: not gone.
+fn process_gone(pid: Option<i64>, host: Option<&str>, this_host: &str, started: &str) -> bool {
+    let reused = |p: i64| process_started(p).zip(epoch_seconds(started)).is_some_and(|(proc, run)| proc > run + 2);
+    pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists() || reused(p))
+        && host == Some(this_host)
+        && Path::new("/proc/self").exists()
+}
+
+/// Why `tag` is no tag, if it is not.
+pub fn check_tag(tag: &str) -> std::result::Result<(), String> {
+    if tag.is_empty() || tag.chars().count() > 64 {
+        return Err(format!("tag {tag:?}: a tag has 1 to 64 characters"));
+    }
+    if let Some(c) = tag.chars().find(|c| c.is_whitespace() || c.is_control() || *c == ',') {
+        return Err(format!("tag {tag:?}: a tag holds no spaces, commas or control characters (found {c:?})"));
+    }
+    Ok(())
+}
+
 fn epoch_seconds(text: &str) -> Option<i64> {
     let b = text.as_bytes();
     if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
@@ -690,8 +736,12 @@ impl Runs {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
         self.conn
             .execute(
-                "INSERT INTO runs (started, status, pid, host, command, model, model_hash, graph_hash, fingerprint, \
-                 problem, settings, data, seed) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                // (Past every id a deletion removed: one statement, so two
+                // runs starting at once never take one id.)
+                "INSERT INTO runs (id, started, status, pid, host, command, model, model_hash, graph_hash, \
+                 fingerprint, problem, settings, data, seed) VALUES (MAX(COALESCE((SELECT MAX(id) FROM runs), 0), \
+                 COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'deleted_through'), 0)) + 1, ?1, \
+                 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
                     run.started.clone().unwrap_or_else(now),
                     std::process::id(),
@@ -918,6 +968,138 @@ impl Runs {
         Ok(())
     }
 
+    /// Whether the registry has table `name` (one written by an earlier
+    /// AICF lacks the later tables until a run writes to it).
+    fn has_table(&self, name: &str) -> Result<bool> {
+        self.conn
+            .query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", [name], |_| Ok(()))
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(db_error(&self.path))
+    }
+
+    /// Runs `f` in one transaction that holds the write lock from its
+    /// start (its reads and writes see one state), rolled back on an error.
+    fn immediate<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(db_error(&self.path))?;
+        match f() {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT").map_err(db_error(&self.path))?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// An error unless run `id` is in the registry.
+    fn known(&self, id: i64) -> Result<()> {
+        let found = self
+            .conn
+            .query_row("SELECT 1 FROM runs WHERE id = ?1", [id], |_| Ok(()))
+            .optional()
+            .map_err(db_error(&self.path))?;
+        match found {
+            Some(()) => Ok(()),
+            None => Err(TrainError::Io { path: self.path.clone(), message: format!("run registry: no run {id}") }),
+        }
+    }
+
+    /// Gives run `id` the tags `tags` (or takes them from it: `remove`);
+    /// returns its tags after. A tag is a word of up to 64 characters
+    /// without spaces or commas (`baseline`, `lr-sweep`, `v2.1`).
+    pub fn tag(&self, id: i64, tags: &[String], remove: bool) -> Result<Vec<String>> {
+        for t in tags {
+            check_tag(t).map_err(|message| TrainError::Io { path: self.path.clone(), message })?;
+        }
+        let err = db_error(&self.path);
+        self.immediate(|| {
+            self.known(id)?;
+            for t in tags {
+                let sql = if remove {
+                    "DELETE FROM tags WHERE run_id = ?1 AND tag = ?2"
+                } else {
+                    "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)"
+                };
+                self.conn.execute(sql, params![id, t]).map_err(&err)?;
+            }
+            let mut stmt = self.conn.prepare("SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag").map_err(&err)?;
+            let now = stmt.query_map([id], |r| r.get(0)).map_err(&err)?.collect::<rusqlite::Result<Vec<String>>>();
+            now.map_err(&err)
+        })
+    }
+
+    /// Sets run `id`'s note (`None`: takes it away).
+    pub fn note(&self, id: i64, note: Option<&str>) -> Result<()> {
+        let err = db_error(&self.path);
+        self.immediate(|| {
+            self.known(id)?;
+            match note {
+                Some(n) => {
+                    self.conn.execute("INSERT OR REPLACE INTO notes (run_id, note) VALUES (?1, ?2)", params![id, n])
+                }
+                None => self.conn.execute("DELETE FROM notes WHERE run_id = ?1", [id]),
+            }
+            .map_err(&err)?;
+            Ok(())
+        })
+    }
+
+    /// Deletes the runs `ids` with their curves, decisions, tags and notes,
+    /// all or none (one transaction). A run recorded as running whose
+    /// process is alive (or on another machine, where it cannot be told)
+    /// is refused unless `force`. Their ids are not given again. Returns
+    /// each run's checkpoint directory, where it recorded one (the files
+    /// are left).
+    pub fn delete(&self, ids: &[i64], force: bool) -> Result<Vec<(i64, Option<String>)>> {
+        let err = db_error(&self.path);
+        let this_host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+        self.immediate(|| {
+            let mut out = Vec::new();
+            for &id in ids {
+                self.known(id)?;
+                let (status, pid, host, started, settings): (String, Option<i64>, Option<String>, String, String) =
+                    self.conn
+                        .query_row("SELECT status, pid, host, started, settings FROM runs WHERE id = ?1", [id], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                        })
+                        // (A row too damaged to read this is deleted as it is.)
+                        .unwrap_or_else(|_| ("?".into(), None, None, String::new(), String::new()));
+                if status == "running" && !force && !process_gone(pid, host.as_deref(), &this_host, &started) {
+                    let whose = match (pid, host.as_deref()) {
+                        (Some(p), Some(h)) if h == this_host => format!("process {p} is still running it"),
+                        (Some(p), Some(h)) => format!("process {p} on {h} records it as running"),
+                        _ => "it is recorded as running".into(),
+                    };
+                    return Err(TrainError::Io {
+                        path: self.path.clone(),
+                        message: format!("run {id}: {whose}; stop it first, or delete it with --force"),
+                    });
+                }
+                let dir = serde_json::from_str::<Settings>(&settings).ok().and_then(|s| s.checkpoint_dir);
+                for table in ["curve", "decisions", "tags", "notes"] {
+                    if self.has_table(table)? {
+                        self.conn.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [id]).map_err(&err)?;
+                    }
+                }
+                self.conn.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(&err)?;
+                out.push((id, dir));
+            }
+            if let Some(highest) = ids.iter().max() {
+                self.conn
+                    .execute(
+                        "INSERT INTO meta (key, value) VALUES ('deleted_through', ?1) ON CONFLICT(key) DO UPDATE SET \
+                         value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                        [highest.to_string()],
+                    )
+                    .map_err(&err)?;
+            }
+            Ok(out)
+        })
+    }
+
     /// Every run, oldest first.
     pub fn list(&self) -> Result<Vec<RunRow>> {
         self.rows(None)
@@ -950,7 +1132,7 @@ impl Runs {
         let err = db_error(&self.path);
         let mut stmt = self
             .conn
-            .prepare(
+            .prepare(&format!(
                 // A run that has not finished (running, killed, interrupted,
                 // failed) has no totals yet: its curve's, as far as it went.
                 "SELECT id, started, status, pid, host, model, problem, fingerprint, settings, \
@@ -958,9 +1140,18 @@ impl Runs {
                  COALESCE(steps, (SELECT MAX(step) FROM curve WHERE run_id = runs.id)) AS steps, \
                  COALESCE(train_flops, (SELECT MAX(train_flops) FROM curve WHERE run_id = runs.id)) AS train_flops, \
                  COALESCE(best_val_loss, (SELECT MIN(val_loss) FROM curve WHERE run_id = runs.id)) AS best_val_loss, \
-                 final_val_loss, final_val_accuracy, seconds, error, final_fingerprint \
-                 FROM runs WHERE ?1 IS NULL OR id = ?1 ORDER BY id",
-            )
+                 final_val_loss, final_val_accuracy, seconds, error, final_fingerprint, {tags} AS tags, \
+                 {note} AS note FROM runs WHERE ?1 IS NULL OR id = ?1 ORDER BY id",
+                // (A registry written before tags and notes, read without
+                // a write, has neither table.)
+                tags = if self.has_table("tags")? {
+                    "(SELECT group_concat(tag, char(10)) FROM tags WHERE run_id = runs.id)"
+                } else {
+                    "NULL"
+                },
+                note =
+                    if self.has_table("notes")? { "(SELECT note FROM notes WHERE run_id = runs.id)" } else { "NULL" },
+            ))
             .map_err(&err)?;
         let this_host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
         let rows = stmt
@@ -974,11 +1165,7 @@ impl Runs {
                 // run did (ids are reused: after a reboot, in a container,
                 // a killed run read as running for ever).
                 let started: String = r.get(1)?;
-                let reused =
-                    |p: i64| process_started(p).zip(epoch_seconds(&started)).is_some_and(|(proc, run)| proc > run + 2);
-                let gone = pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists() || reused(p))
-                    && host.as_deref() == Some(this_host.as_str())
-                    && Path::new("/proc/self").exists();
+                let gone = process_gone(pid, host.as_deref(), &this_host, &started);
                 let status = if status == "running" && gone { "unfinished".to_string() } else { status };
                 let id: i64 = r.get(0)?;
                 // A malformed row is an error that names its run.
@@ -1011,6 +1198,15 @@ impl Runs {
                         .get::<Option<String>>(17)?
                         .map(|t| json(id, "final fingerprint", &t))
                         .transpose()?,
+                    tags: {
+                        let mut tags: Vec<String> = r
+                            .get::<Option<String>>(18)?
+                            .map(|t| t.lines().map(str::to_string).collect())
+                            .unwrap_or_default();
+                        tags.sort();
+                        tags
+                    },
+                    note: r.get(19)?,
                 })
             })
             .map_err(&err)?;

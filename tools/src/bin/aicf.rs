@@ -722,11 +722,58 @@ enum RunsCommand {
         /// Only the first N runs of that order.
         #[arg(long)]
         limit: Option<usize>,
+        /// Only the runs with this tag (`aicf runs tag`).
+        #[arg(long)]
+        tag: Option<String>,
+        /// The runs as a JSON array, each run's whole row (for jq, pandas'
+        /// `read_json`, a notebook), in place of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// A run's record: structure, problem, settings, curve, decisions.
     Show {
         /// The run's id (`aicf runs list`'s first column).
         id: i64,
+        /// The record as JSON (with its curve, decisions and the IR before
+        /// and after each), in place of the text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tags on a run, to find it again (`aicf runs list --tag`):
+    /// `aicf runs tag 7 baseline lr-sweep`.
+    Tag {
+        /// The run's id.
+        id: i64,
+        /// The tags: words without spaces or commas, 64 characters at most.
+        #[arg(required = true)]
+        tags: Vec<String>,
+        /// Takes these tags from the run.
+        #[arg(long)]
+        remove: bool,
+    },
+    /// A note on a run (`aicf runs show` prints it): `aicf runs note 7
+    /// "diverged: lr too high"`. A new note replaces the old.
+    Note {
+        /// The run's id.
+        id: i64,
+        /// The note.
+        #[arg(required_unless_present = "clear", conflicts_with = "clear")]
+        text: Option<String>,
+        /// Takes the run's note away.
+        #[arg(long)]
+        clear: bool,
+    },
+    /// Deletes runs from the registry (their curves, decisions, tags and
+    /// notes; not their checkpoints or other files), all or none: runs of
+    /// a bug, or tries that should not inform `aicf propose`. Their ids are
+    /// not given again.
+    Delete {
+        /// The runs' ids.
+        #[arg(required = true)]
+        ids: Vec<i64>,
+        /// Deletes a run recorded as running whose process is alive too.
+        #[arg(long)]
+        force: bool,
     },
     /// Runs side by side.
     Compare {
@@ -4423,9 +4470,50 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
     let registry = Runs::read(&path).map_err(|e| e.to_string())?.ok_or_else(|| {
         format!("{}: no run registry there (no file, or an empty one; aicf train records its runs)", path.display())
     })?;
+    // Tags, notes and deletions write: the registry opened for writing
+    // (it is there: read above).
+    if matches!(what, RunsCommand::Tag { .. } | RunsCommand::Note { .. } | RunsCommand::Delete { .. }) {
+        if let RunsCommand::Tag { tags, .. } = &what {
+            for t in tags {
+                aicf_compiler::train::registry::check_tag(t)?;
+            }
+        }
+        drop(registry);
+        let registry = Runs::open(&path).map_err(|e| e.to_string())?;
+        match what {
+            RunsCommand::Tag { id, tags, remove } => {
+                let now = registry.tag(id, &tags, remove).map_err(|e| e.to_string())?;
+                if now.is_empty() {
+                    println!("run {id}: no tags");
+                } else {
+                    println!("run {id}: tags {}", now.join(", "));
+                }
+            }
+            RunsCommand::Note { id, text, clear: _ } => {
+                let text = text.filter(|t| !t.trim().is_empty());
+                registry.note(id, text.as_deref()).map_err(|e| e.to_string())?;
+                match text {
+                    Some(t) => println!("run {id}: note {t:?}"),
+                    None => println!("run {id}: no note"),
+                }
+            }
+            RunsCommand::Delete { mut ids, force } => {
+                ids.sort_unstable();
+                ids.dedup();
+                for (id, dir) in registry.delete(&ids, force).map_err(|e| e.to_string())? {
+                    match dir {
+                        Some(d) => println!("deleted run {id} (its checkpoints in {d} are left)"),
+                        None => println!("deleted run {id}"),
+                    }
+                }
+            }
+            _ => {}
+        }
+        return Ok(());
+    }
     let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     match what {
-        RunsCommand::List { problem: wanted, sort, limit } => {
+        RunsCommand::List { problem: wanted, sort, limit, tag, json } => {
             let (mut rows, unread) = registry.list_readable().map_err(|e| e.to_string())?;
             for e in &unread {
                 eprintln!("aicf: note: {e}; left out of the list (`aicf runs check` reads every run)");
@@ -4436,6 +4524,9 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             if let Some(w) = &wanted {
                 rows.retain(|r| r.problem.name.contains(w.as_str()));
             }
+            if let Some(t) = &tag {
+                rows.retain(|r| r.tags.contains(t));
+            }
             let last = |v: Option<f64>| v.filter(|v| v.is_finite()).unwrap_or(f64::INFINITY);
             match sort {
                 RunsOrder::Id => {}
@@ -4444,6 +4535,10 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             }
             if let Some(n) = limit {
                 rows.truncate(n);
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?);
+                return Ok(());
             }
             // (The task's whole word: cut to 5 letters, a regression read
             // "(regre)".)
@@ -4474,13 +4569,29 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             let params = |r: &RunRow| r.final_fingerprint.as_ref().unwrap_or(&r.fingerprint).params;
             let (pw, sw) = (wide(16, &problem), wide(22, &structure));
             let tw = wide(10, &|r| r.status.clone());
+            // Tags last, where a run shown has any.
+            let tagged = rows.iter().any(|r| !r.tags.is_empty());
+            let tags = |r: &RunRow| match (tagged, r.tags.is_empty()) {
+                (false, _) => String::new(),
+                (true, true) => "  -".into(),
+                (true, false) => format!("  {}", r.tags.join(",")),
+            };
             println!(
-                "{:>4}  {:<tw$}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}",
-                "id", "status", "started", "problem", "structure", "params", "FLOPs", "best val", "epochs"
+                "{:>4}  {:<tw$}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}{}",
+                "id",
+                "status",
+                "started",
+                "problem",
+                "structure",
+                "params",
+                "FLOPs",
+                "best val",
+                "epochs",
+                if tagged { "  tags" } else { "" }
             );
             for r in &rows {
                 println!(
-                    "{:>4}  {:<tw$}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}",
+                    "{:>4}  {:<tw$}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}{}",
                     r.id,
                     r.status,
                     r.started,
@@ -4489,7 +4600,8 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                     params(r),
                     r.train_flops.map_or("-".into(), |f| format!("{f:.3e}")),
                     opt(r.best_val_loss, 4),
-                    r.epochs.map_or("-".into(), |e| e.to_string())
+                    r.epochs.map_or("-".into(), |e| e.to_string()),
+                    tags(r)
                 );
             }
             if !unread.is_empty() {
@@ -4503,14 +4615,27 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             } else if rows.len() == total {
                 println!("{} runs in {}", rows.len(), path.display());
             } else {
-                let of = wanted.map_or(String::new(), |w| format!(", of problems named *{w}*"));
+                let mut of = wanted.map_or(String::new(), |w| format!(", of problems named *{w}*"));
+                if let Some(t) = tag {
+                    of.push_str(&format!(", tagged {t}"));
+                }
                 println!("{} of the {total} runs in {}{of}", rows.len(), path.display());
             }
         }
-        RunsCommand::Show { id } => {
+        RunsCommand::Show { id, json } => {
             let d = registry.get(id).map_err(|e| e.to_string())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&d).map_err(|e| e.to_string())?);
+                return Ok(());
+            }
             let r = &d.run;
             println!("run {id}: {} ({}), started {}", r.status, r.model, r.started);
+            if !r.tags.is_empty() {
+                println!("  tags: {}", r.tags.join(", "));
+            }
+            if let Some(n) = &r.note {
+                println!("  note: {n}");
+            }
             // A resumed run's commands, one a line: the first, then each
             // resume's.
             for (i, c) in d.command.lines().enumerate() {
@@ -4718,6 +4843,9 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             line("final val loss", &|d| opt(d.run.final_val_loss, 4));
             line("final accuracy", &|d| d.run.final_val_accuracy.map_or("-".into(), |a| format!("{:.2}%", 100.0 * a)));
             line("decisions", &|d| d.decisions.len().to_string());
+            if rows.iter().any(|d| !d.run.tags.is_empty()) {
+                line("tags", &|d| if d.run.tags.is_empty() { "-".into() } else { d.run.tags.join(",") });
+            }
             let table = table.into_inner();
             // Each run's column as wide as its widest entry (one long
             // schedule widened every column).
@@ -4734,7 +4862,12 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                 println!();
             }
         }
-        RunsCommand::Check | RunsCommand::Schema => {}
+        // (Each written above.)
+        RunsCommand::Tag { .. }
+        | RunsCommand::Note { .. }
+        | RunsCommand::Delete { .. }
+        | RunsCommand::Check
+        | RunsCommand::Schema => {}
     }
     Ok(())
 }
