@@ -418,6 +418,26 @@ impl Registry {
         out
     }
 
+    /// `choices` (a checkpoint's, keyed by [`Registry::key`]) with each
+    /// decision taken at another thread count also under the key of
+    /// `threads`, where that has none: a run resumed with another
+    /// `--threads` (or on a machine with another number of cores) replays
+    /// its kernels (no key matched: every GEMM was timed again, and the
+    /// kernels chosen changed the run's bits).
+    pub fn at_threads(choices: &BTreeMap<String, String>, threads: usize) -> BTreeMap<String, String> {
+        let mut out = choices.clone();
+        for (k, v) in choices {
+            let Some((prefix, rest)) = k.split_once(": ") else { continue };
+            let Some((head, tail)) = prefix.rsplit_once("/t") else { continue };
+            let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+            if digits == 0 || tail[..digits] == threads.to_string() {
+                continue;
+            }
+            out.entry(format!("{head}/t{threads}{}: {rest}", &tail[digits..])).or_insert_with(|| v.clone());
+        }
+        out
+    }
+
     pub fn key(g: &LibraryGemm, call: &Call, target: &str, threads: usize) -> String {
         let epilogue = call.library.as_ref().and_then(|l| l.epilogue.as_ref()).is_some();
         // Decisions taken without the BLAS libraries (a process whose
@@ -497,6 +517,23 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn choices_recorded_at_another_thread_count_replay_at_this_one() {
+        let choices = BTreeMap::from([
+            (format!("{CANDIDATES}/x86/t2: 256x512x512 epilogue false"), "avx512".to_string()),
+            (format!("{CANDIDATES}/x86/t2 (no BLAS: ulimit -v): 8x8x8 epilogue true"), "generated".to_string()),
+            (format!("{CANDIDATES}/x86/t1: 256x512x512 epilogue false"), "gemm-rs".to_string()),
+        ]);
+        let at = Registry::at_threads(&choices, 1);
+        // One of its own count is kept; the others are added under it.
+        assert_eq!(at[&format!("{CANDIDATES}/x86/t1: 256x512x512 epilogue false")], "gemm-rs");
+        assert_eq!(at[&format!("{CANDIDATES}/x86/t1 (no BLAS: ulimit -v): 8x8x8 epilogue true")], "generated");
+        assert_eq!(at.len(), 4);
+        let at = Registry::at_threads(&choices, 16);
+        assert_eq!(at[&format!("{CANDIDATES}/x86/t16 (no BLAS: ulimit -v): 8x8x8 epilogue true")], "generated");
+        assert_eq!(at.len(), 5);
+    }
 
     fn registry(decisions: &[(&str, &str)]) -> Registry {
         Registry {

@@ -253,6 +253,14 @@ pub struct Settings {
     pub out: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workdir: Option<String>,
+    /// The GEMM candidate forced on every GEMM (`--gemm`; absent: each
+    /// shape's measured choice, and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gemm: Option<String>,
+    /// Where it ran (`cpu, 2 threads`, `cuda:0 (NVIDIA H100 ...)`; absent
+    /// in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 /// What a run records when it starts.

@@ -812,6 +812,11 @@ const GLOBAL_BATCH_KEY: &str = "global_batch";
 /// resumed at another global batch moved it.
 const SCHEDULE_SHIFT_KEY: &str = "schedule_shift";
 const ACCUMULATE_KEY: &str = "accumulate";
+/// The GEMM candidate a run forced on every GEMM (`--gemm`; absent: the
+/// registry's measured choices, which the checkpoint records apart): a
+/// resume without the flag goes on with it, so that its bits are an
+/// uninterrupted run's.
+pub const GEMM_KEY: &str = "gemm";
 
 /// The micro-batches a step of `checkpoint`'s run took (`--accumulate`;
 /// `None` where its record has none, a checkpoint of before 2026-12-05):
@@ -2059,6 +2064,8 @@ impl Recorder {
             eval_windows: loop_.data.is_text().then(|| loop_.data.held_len()),
             out: std::fs::canonicalize(&run.out).ok().map(|d| d.display().to_string()),
             workdir: std::env::current_dir().ok().map(|d| d.display().to_string()),
+            gemm: options.gemm.clone(),
+            device: Some(loop_.adaptive.trainer().backend().device()),
         };
         let command = match std::env::var(super::registry::NPROC_COMMAND_ENV) {
             Ok(c) if loop_.replicas > 1 && !c.is_empty() => c,
@@ -3179,6 +3186,9 @@ impl<'a> Loop<'a> {
         ]);
         if let Some(r) = self.reference_loss {
             meta.insert("reference_loss".into(), r.to_string());
+        }
+        if let Some(g) = &trainer.options().gemm {
+            meta.insert(GEMM_KEY.into(), g.clone());
         }
         if self.schedule_shift != 0 {
             meta.insert(SCHEDULE_SHIFT_KEY.into(), self.schedule_shift.to_string());

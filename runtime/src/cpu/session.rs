@@ -279,6 +279,8 @@ impl Backend for CpuSession {
     }
 
     fn pin_gemm_choices(&mut self, choices: &std::collections::BTreeMap<String, String>) {
+        // (Recorded at another thread count: replayed at this one too.)
+        let choices = &crate::registry::Registry::at_threads(choices, self.module().threads());
         self.pins.extend(choices.iter().map(|(k, v)| (k.clone(), v.clone())));
         for m in &self.modules {
             m.registry().pin(choices);

@@ -389,6 +389,11 @@ enum Command {
         epochs: usize,
         /// Seeds the initial parameters (with the model's own seed), the
         /// held-out split, the data order, dropout's masks and a model's noise.
+        /// The same seed repeats a run bit for bit where its GEMM kernels
+        /// are the same too: by default each shape runs the kernel this
+        /// machine measured fastest, and another choice (another machine,
+        /// a fresh registry) changes the last bits; `--gemm generated`
+        /// fixes them.
         #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
         seed: u64,
         /// Fraction held out for validation (tables: a seeded shuffle of the
@@ -594,6 +599,12 @@ enum Command {
         /// held-out text as training's figures are (default: every one).
         #[arg(long, allow_negative_numbers = true)]
         eval_windows: Option<usize>,
+        /// Run every GEMM with this candidate (as `aicf train --gemm`; its
+        /// names there). Default: the checkpoint's run's `--gemm`, where
+        /// it gave one; else the registry's measured choice for each
+        /// shape, so the last bits may differ with --batch and the machine.
+        #[arg(long)]
+        gemm: Option<String>,
         /// Where the compiled artifacts go.
         #[arg(long, default_value = "target/aicf-eval")]
         out: PathBuf,
@@ -630,6 +641,12 @@ enum Command {
         /// Seeds the draws (the same seed, the same text).
         #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
         seed: u64,
+        /// Run every GEMM with this candidate (as `aicf train --gemm`; its
+        /// names there). Default: the checkpoint's run's `--gemm`, where
+        /// it gave one; else the registry's measured choice for each
+        /// shape, so the last bits may differ with --batch and the machine.
+        #[arg(long)]
+        gemm: Option<String>,
         /// Where the compiled artifacts go.
         #[arg(long, default_value = "target/aicf-sample")]
         out: PathBuf,
@@ -666,6 +683,12 @@ enum Command {
         /// The file to write, .npy or .csv (default: CSV to stdout).
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Run every GEMM with this candidate (as `aicf train --gemm`; its
+        /// names there). Default: the checkpoint's run's `--gemm`, where
+        /// it gave one; else the registry's measured choice for each
+        /// shape, so the last bits may differ with --batch and the machine.
+        #[arg(long)]
+        gemm: Option<String>,
         /// Where the compiled artifacts go.
         #[arg(long, default_value = "target/aicf-predict")]
         out: PathBuf,
@@ -1071,7 +1094,7 @@ fn main() {
             // fp32, was refused as another precision than the checkpoint's).
             // So does --accumulate (a resume at another global batch was
             // noted, and went on at the default's).
-            let mut compile = compile;
+            let (mut compile, mut gemm) = (compile, gemm);
             // (Its resume check compares the clipping: 0 is none there too.)
             compile.clip_norm = compile.clip_norm();
             let checkpoint = resume_from
@@ -1195,6 +1218,22 @@ fn main() {
                         && let Some(v) = number("val_split")
                     {
                         val_split = v;
+                    }
+                    // A run pinned to one GEMM candidate stays pinned (its
+                    // resume timed the candidates and changed its bits); one
+                    // given otherwise is said to.
+                    let pinned = recorded(aicf_compiler::train::run::GEMM_KEY);
+                    match (&gemm, pinned) {
+                        (None, Some(g)) if check_gemm_flag(Some(g), &device).is_ok() => gemm = Some(g.to_string()),
+                        (Some(now), was) if was != Some(now.as_str()) => eprintln!(
+                            "aicf: note: {}: the checkpoint's run {}; this run uses --gemm {now}, so it does not \
+                             continue bit for bit",
+                            c.display(),
+                            was.map_or("chose each GEMM's kernel by the registry's timings".into(), |w| format!(
+                                "ran every GEMM with --gemm {w}"
+                            ))
+                        ),
+                        _ => {}
                     }
                     // The run's length: a bare --resume finishes the
                     // checkpoint's run (it ended at the default's 10 epochs,
@@ -1356,12 +1395,13 @@ fn main() {
             };
             train(&compile, &device, &data, run, gemm)
         }
-        Command::Eval { mut compile, device, data, checkpoint, eval_windows, out } => {
+        Command::Eval { mut compile, device, data, checkpoint, eval_windows, gemm, out } => {
             resumed_from = checkpoint.clone();
             run_settings(&mut compile, checkpoint.as_deref(), (given("batch"), given("precision"), given("loss")))
-                .and_then(|()| eval(&compile, &device, &data, checkpoint.as_deref(), eval_windows, &out))
+                .and_then(|()| gemm_of_run(gemm, checkpoint.as_deref(), &device))
+                .and_then(|gemm| eval(&compile, &device, &data, checkpoint.as_deref(), eval_windows, gemm, &out))
         }
-        Command::Sample { mut compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, out } => {
+        Command::Sample { mut compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, gemm, out } => {
             resumed_from = Some(checkpoint.clone());
             let s = aicf_compiler::train::sample::SampleOptions {
                 prompt,
@@ -1372,9 +1412,10 @@ fn main() {
                 same_model_at_one_row: false,
             };
             checkpoint_precision(&mut compile, &checkpoint, given("precision"))
-                .and_then(|()| sample(&compile, &device, &checkpoint, &s, &out))
+                .and_then(|()| gemm_of_run(gemm, Some(&checkpoint), &device))
+                .and_then(|gemm| sample(&compile, &device, &checkpoint, &s, gemm, &out))
         }
-        Command::Predict { mut compile, device, data, checkpoint, values, result, output, out } => {
+        Command::Predict { mut compile, device, data, checkpoint, values, result, output, gemm, out } => {
             resumed_from = checkpoint.clone();
             let values = values.map(|v| match v {
                 PredictValues::Class => predict::Values::Class,
@@ -1382,9 +1423,12 @@ fn main() {
                 PredictValues::Raw => predict::Values::Raw,
             });
             let settings = (given("batch"), given("precision"), given("loss"));
-            run_settings(&mut compile, checkpoint.as_deref(), settings).and_then(|()| {
-                predict(&compile, &device, &data, checkpoint.as_deref(), (values, result), output.as_deref(), &out)
-            })
+            run_settings(&mut compile, checkpoint.as_deref(), settings)
+                .and_then(|()| gemm_of_run(gemm, checkpoint.as_deref(), &device))
+                .and_then(|gemm| {
+                    let to = (output.as_deref(), gemm);
+                    predict(&compile, &device, &data, checkpoint.as_deref(), (values, result), to, &out)
+                })
         }
         Command::Runs { what, runs_db } => runs(what, runs_db),
         Command::Propose { data, task, budget, structure, neighbours, next, output, policy, json, runs_db, force } => {
@@ -3815,6 +3859,20 @@ fn percent(accuracy: f64) -> String {
     if accuracy.is_nan() { "n/a".to_string() } else { format!("{:.2}%", 100.0 * accuracy) }
 }
 
+/// The GEMM candidate that evaluating `checkpoint` runs with: `given`
+/// (`--gemm`), else the one its run forced on every GEMM (its outputs then
+/// those of its training's kernels), else none (the registry's choices).
+fn gemm_of_run(given: Option<String>, checkpoint: Option<&Path>, d: &DeviceArgs) -> Result<Option<String>> {
+    check_gemm_flag(given.as_deref(), d)?;
+    Ok(given.or_else(|| {
+        // (A checkpoint that does not read is said by the command itself;
+        // one of another device's candidate is not taken.)
+        let meta = aicf_runtime::checkpoint::read_metadata(checkpoint?).ok()?;
+        let g = meta.get(aicf_compiler::train::run::GEMM_KEY)?;
+        check_gemm_flag(Some(g), d).ok().map(|()| g.clone())
+    }))
+}
+
 /// Refuses a `--gemm` candidate that `d`'s device does not have, before
 /// anything compiles.
 fn check_gemm_flag(gemm: Option<&str>, d: &DeviceArgs) -> Result<()> {
@@ -3963,12 +4021,13 @@ fn eval(
     data: &[PathBuf],
     checkpoint: Option<&Path>,
     eval_windows: Option<usize>,
+    gemm: Option<String>,
     out: &Path,
 ) -> Result<()> {
     no_loss(c, "eval")?;
     let (model, graph_loss) = hl_model_ordered(c, out, Say::Stdout)?;
     let data = &data_in_loss_order(data, graph_loss.as_ref());
-    let options = options(c, d, 0, out)?;
+    let options = Options { gemm, ..options(c, d, 0, out)? };
     let scored = run::evaluate_checkpoint(
         &model,
         &options,
@@ -4027,7 +4086,7 @@ fn predict(
     data: &[PathBuf],
     checkpoint: Option<&Path>,
     (values, result): (Option<predict::Values>, usize),
-    output: Option<&Path>,
+    (output, gemm): (Option<&Path>, Option<String>),
     out: &Path,
 ) -> Result<()> {
     no_loss(c, "predict")?;
@@ -4071,7 +4130,7 @@ fn predict(
         }
         _ => data.to_vec(),
     };
-    let options = options(c, d, 0, out)?;
+    let options = Options { gemm, ..options(c, d, 0, out)? };
     let predictions =
         predict::predict(&model, &options, data, checkpoint, out, (c.batch.is_some(), result), &mut ToStderr)
             .map_err(|e| e.to_string())?;
@@ -4121,6 +4180,7 @@ fn sample(
     d: &DeviceArgs,
     checkpoint: &Path,
     s: &aicf_compiler::train::sample::SampleOptions,
+    gemm: Option<String>,
     out: &Path,
 ) -> Result<()> {
     no_batch(c, "sample")?;
@@ -4131,7 +4191,7 @@ fn sample(
         // (The import's line to stderr: stdout is the text.)
         None => (hl_model_saying(c, out, Say::Stderr)?, s),
     };
-    let options = options(c, d, s.seed, out)?;
+    let options = Options { gemm, ..options(c, d, s.seed, out)? };
     let mut stdout = std::io::stdout().lock();
     let mut failed = None;
     let mut emit = |piece: &[u8]| {
@@ -4826,6 +4886,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                                     "micro-batches" if s.accumulate.is_some() => "1".into(),
                                     "betas" if s.betas.is_some() => "0.9,0.999".into(),
                                     "eps" if s.eps.is_some() => "1e-8".into(),
+                                    "gemm" => "measured".into(),
                                     _ => "-".into(),
                                 }
                             })
@@ -4904,6 +4965,12 @@ fn settings_beyond(s: &aicf_compiler::train::registry::Settings) -> Vec<(&'stati
     }
     if let Some(w) = s.eval_windows {
         out.push(("held-out windows", w.to_string()));
+    }
+    if let Some(g) = &s.gemm {
+        out.push(("gemm", g.clone()));
+    }
+    if let Some(d) = &s.device {
+        out.push(("device", d.clone()));
     }
     out
 }

@@ -1,0 +1,34 @@
+// A resume replays the GEMM kernels its run trained with, so that it goes
+// on bit for bit: a run given --gemm stays on that candidate without the
+// flag (the resume timed the candidates, chose others and changed the
+// bits), and a run of measured choices resumed at another --threads
+// replays them (their keys held the thread count: none matched, and every
+// GEMM was timed again). eval, predict and sample take --gemm too, the
+// checkpoint's by default. The registry records --gemm and the device.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: AICF_CACHE_DIR=%t/cache0 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 32 --eval-windows 8 --no-progress --epochs 2 --gemm generated --out %t/whole --checkpoint-dir %t/whole/ck --no-runs-db > /dev/null
+// RUN: AICF_CACHE_DIR=%t/cache1 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 32 --eval-windows 8 --no-progress --epochs 1 --gemm generated --out %t/parts --checkpoint-dir %t/parts/ck --runs-db %t/runs.sqlite > /dev/null
+// RUN: AICF_CACHE_DIR=%t/cache2 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --resume --out %t/parts --checkpoint-dir %t/parts/ck --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=PINNED
+// PINNED-NOT: timing GEMM candidates
+// PINNED: final held-out loss
+// RUN: python3 %S/inputs/same_tensors.py %t/whole/ck/last.safetensors %t/parts/ck/last.safetensors | FileCheck %s --check-prefix=SAMEBITS
+// SAMEBITS: 0 of {{[0-9]+}} tensors differ
+// Another candidate given on resume is said not to continue bit for bit.
+// RUN: cp -r %t/whole %t/other
+// RUN: AICF_CACHE_DIR=%t/cache2 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 3 --resume --gemm library --out %t/other --checkpoint-dir %t/other/ck --no-runs-db 2>&1 | FileCheck %s --check-prefix=OTHERGEMM
+// OTHERGEMM: note: {{.*}}last.safetensors: the checkpoint's run ran every GEMM with --gemm generated; this run uses --gemm library, so it does not continue bit for bit
+// RUN: aicf runs show 1 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=RECORDED
+// RECORDED: also: {{.*}}gemm generated; device cpu, {{[0-9]+}} thread
+// Measured choices, resumed at one thread with a fresh GEMM registry: the
+// checkpoint's choices are replayed, nothing is timed.
+// RUN: AICF_CACHE_DIR=%t/cache3 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 32 --eval-windows 8 --no-progress --epochs 1 --threads 2 --out %t/measured --checkpoint-dir %t/measured/ck --no-runs-db > /dev/null
+// RUN: AICF_CACHE_DIR=%t/cache4 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --resume --threads 1 --out %t/measured --checkpoint-dir %t/measured/ck --no-runs-db 2>&1 | FileCheck %s --check-prefix=REPLAYED
+// REPLAYED-NOT: timing GEMM candidates
+// REPLAYED: final held-out loss
+// eval and sample of a --gemm run run its candidate; another is refused by
+// name.
+// RUN: AICF_CACHE_DIR=%t/cache5 aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/whole/ck --eval-windows 8 --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVALPINNED
+// EVALPINNED-NOT: timing GEMM candidates
+// EVALPINNED: loss
+// RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/whole/ck --gemm cublaslt --tokens 4 --out %t/sample 2>&1 | FileCheck %s --check-prefix=BADGEMM
+// BADGEMM: aicf: error: --gemm cublaslt: not a GEMM candidate of this device
