@@ -401,21 +401,13 @@ impl Registry {
         winner
     }
 
-    /// The choices this session ran, and every decision the machine holds
-    /// for the same target and thread count (a model that grows meets
-    /// them next): what a checkpoint records.
+    /// The choices this session ran (or was given by a checkpoint): what a
+    /// checkpoint records. (Every decision the machine held for the same
+    /// target and thread count went with them, for shapes a grown model
+    /// might meet: thousands of other models' shapes, 300 KB a checkpoint
+    /// of a 2,000-parameter model, its bytes changing with other runs.)
     pub fn choices(&self) -> BTreeMap<String, String> {
-        let mut out = self.session.lock().map(|s| s.clone()).unwrap_or_default();
-        let prefix = |k: &str| k.split_once(": ").map(|(p, _)| p.to_string());
-        let prefixes: std::collections::BTreeSet<String> = out.keys().filter_map(|k| prefix(k)).collect();
-        if let Ok(d) = self.decisions.lock() {
-            for (k, v) in d.iter() {
-                if !k.ends_with(" (ms)") && prefix(k).is_some_and(|p| prefixes.contains(&p)) {
-                    out.entry(k.clone()).or_insert_with(|| v.clone());
-                }
-            }
-        }
-        out
+        self.session.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
     /// `choices` (a checkpoint's, keyed by [`Registry::key`]) with each

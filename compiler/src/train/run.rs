@@ -1235,7 +1235,16 @@ fn fit_run(
                     } else {
                         String::new()
                     };
-                    report.note(&format!("{message}; going on{with} (--override-resume)"));
+                    // Another seed or fraction draws a table's held-out rows
+                    // anew: some of them trained before.
+                    let redrawn =
+                        if matches!(*key, "seed" | "val_split") && !data.iter().any(|p| super::data::is_text(p)) {
+                            "; the held-out rows are drawn anew, so some of them were trained on and its held-out \
+                         figures read better than they are (a fresh run's are true)"
+                        } else {
+                            ""
+                        };
+                    report.note(&format!("{message}; going on{with} (--override-resume){redrawn}"));
                     changed.push(format!("{key} (--override-resume)"));
                 }
             }
@@ -2363,6 +2372,9 @@ struct Loop<'a> {
     /// When `plot.svg` was last drawn during the run (it is redrawn after
     /// an epoch at most every [`PLOT_EVERY`], and at the end).
     plotted: Option<Instant>,
+    /// Why `metrics.jsonl` or `plot.svg` could not be written last time
+    /// (a full disk under --out): said once, the run going on.
+    unwritten: Option<String>,
     /// Decisions printed so far (accepted, rejected and rolled back alike).
     reported_decisions: usize,
 }
@@ -2490,6 +2502,7 @@ impl<'a> Loop<'a> {
             last_source: String::new(),
             registry_time: std::time::Duration::ZERO,
             plotted: None,
+            unwritten: None,
             reported_decisions: 0,
         };
         loop_.last_source = loop_.adaptive.trainer().source().to_string();
@@ -4044,13 +4057,35 @@ impl<'a> Loop<'a> {
                 }
             }
             // After the checkpoint: a metrics file or plot that cannot be
-            // written ends the run with the epoch saved (it was lost).
+            // written (a full disk under --out) is said, and the run goes
+            // on: each epoch writes them whole again from the records it
+            // holds (the run ended there, over its plot, its checkpoints on
+            // another disk).
             if writes {
-                report::write_metrics(&metrics, &self.records)?;
+                let mut failed = report::write_metrics(&metrics, &self.records).err();
                 // The curve so far, for a run watched (or stopped) midway.
-                if self.plotted.is_none_or(|t| t.elapsed() >= PLOT_EVERY) {
-                    report::plot(&run.out.join("plot.svg"), &self.records)?;
-                    self.plotted = Some(Instant::now());
+                if failed.is_none() && self.plotted.is_none_or(|t| t.elapsed() >= PLOT_EVERY) {
+                    match report::plot(&run.out.join("plot.svg"), &self.records) {
+                        Ok(()) => self.plotted = Some(Instant::now()),
+                        Err(e) => failed = Some(e),
+                    }
+                }
+                match (failed, &self.unwritten) {
+                    (Some(e), None) => {
+                        suspend(bar.as_ref(), || {
+                            report.note(&format!(
+                                "{e}; training goes on, and each epoch writes the metrics and plot again"
+                            ))
+                        });
+                        self.unwritten = Some(e.to_string());
+                    }
+                    (None, Some(_)) => {
+                        suspend(bar.as_ref(), || {
+                            report.note(&format!("{}: written again, whole (epoch {epoch})", metrics.display()))
+                        });
+                        self.unwritten = None;
+                    }
+                    _ => {}
                 }
             }
             if budget_spent {
@@ -4114,8 +4149,13 @@ impl<'a> Loop<'a> {
             }
         }
         let plot = run.out.join("plot.svg");
-        if writes {
-            report::plot(&plot, &self.records)?;
+        if writes && let Err(e) = report::plot(&plot, &self.records) {
+            self.unwritten = Some(e.to_string());
+        }
+        // (The run's summary is its own: a plot it could not write is no
+        // failure of the training.)
+        if let Some(e) = self.unwritten.take() {
+            report.note(&format!("the run's metrics and plot in {} are not all written ({e})", run.out.display()));
         }
         self.record_final_structure();
         let trainer = self.adaptive.trainer();

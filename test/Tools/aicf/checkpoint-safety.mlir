@@ -382,3 +382,16 @@
 // ignored.
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/ckpt/last.safetensors --eval-windows 5 --out %t/run 2>&1 | FileCheck %s --check-prefix=WINDOWSTABLE
 // WINDOWSTABLE: aicf: error: --eval-windows 5 samples a text's held-out windows; {{.*}}digits.csv is a table, whose examples are scored every one
+// A metrics file or plot that cannot be written (here past `ulimit -f`, as
+// on a full disk under --out) is said, and the run goes on to its end: it
+// stopped there, over its plot. The earlier plot stays whole.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/fullout --no-runs-db > /dev/null
+// RUN: (ulimit -f 8; aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --out %t/fullout --no-runs-db --no-progress 2>&1) | FileCheck %s --check-prefix=PLOTFULL
+// PLOTFULL: epoch 1/3
+// PLOTFULL-NEXT: note: {{.*}}fullout/plot.svg: File too large (os error 27); training goes on, and each epoch writes the metrics and plot again
+// PLOTFULL-NEXT: epoch 2/3
+// PLOTFULL: epoch 3/3
+// PLOTFULL-NEXT: note: the run's metrics and plot in {{.*}}fullout are not all written ({{.*}}plot.svg: File too large (os error 27))
+// PLOTFULL-NEXT: final held-out accuracy
+// RUN: python3 -c "import sys; t = open(sys.argv[1]).read(); print(t.rstrip().endswith('</svg>'), open(sys.argv[2]).read().count('epoch'))" %t/fullout/plot.svg %t/fullout/metrics.jsonl | FileCheck %s --check-prefix=PLOTKEPT
+// PLOTKEPT: True 3
