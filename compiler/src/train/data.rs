@@ -932,13 +932,9 @@ fn find_outlier(names: &[String], rows: &Rows, scale: f64) -> Option<String> {
         if is_int(column.dtype) || column.values.is_empty() {
             continue;
         }
-        let mut nonzero: Vec<f64> = column.values.iter().map(|v| v.abs()).filter(|v| *v > 0.0).collect();
-        if nonzero.is_empty() {
-            continue;
-        }
-        let at = (nonzero.len() - 1) * 99 / 100;
-        let (_, p99, _) = nonzero.select_nth_unstable_by(at, f64::total_cmp);
-        let p99 = *p99;
+        // (From a sample of a million values at most: a copy of every
+        // magnitude doubled the memory a large table took.)
+        let Some(p99) = p99_magnitude(column) else { continue };
         let (position, largest) =
             column.values.iter().enumerate().max_by(|a, b| a.1.abs().total_cmp(&b.1.abs())).map(|(i, v)| (i, *v))?;
         let ratio = largest.abs() / p99;
@@ -1463,29 +1459,97 @@ const MOST_WINDOWS_PER_EPOCH: usize = 1 << 27;
 /// joined with `cat`, bgzip's blocks), as `zcat` does; bytes after the last
 /// member that are not another are an error, not ignored.
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open_data(path)?.read_to_end(&mut bytes).map_err(read_error(path))?;
+    Ok(bytes)
+}
+
+/// Whether `path` is read decompressed (its name ends in `.gz`).
+fn gzipped(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "gz")
+}
+
+/// The error of a read of `path` through [`open_data`]'s reader.
+fn read_error(path: &Path) -> impl Fn(std::io::Error) -> TrainError + '_ {
+    move |e| TrainError::Io {
+        path: path.to_path_buf(),
+        message: if gzipped(path) { format!("not whole gzip data: {e}") } else { e.to_string() },
+    }
+}
+
+/// A data file's bytes as a stream, decompressed where its name ends in
+/// `.gz` (a table is parsed as it is read: held whole first, a 1.3 GB CSV
+/// took twice its size before its rows were parsed).
+fn open_data(path: &Path) -> Result<Box<dyn std::io::BufRead>> {
+    use std::io::BufRead;
     let io = |e: std::io::Error| TrainError::Io { path: path.to_path_buf(), message: e.to_string() };
     let file = std::fs::File::open(path).map_err(io)?;
-    let mut bytes = Vec::new();
-    if path.extension().is_some_and(|e| e == "gz") {
-        flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))
-            .read_to_end(&mut bytes)
-            .map_err(|e| TrainError::Io { path: path.to_path_buf(), message: format!("not whole gzip data: {e}") })?;
-    } else {
-        std::io::BufReader::new(file).read_to_end(&mut bytes).map_err(io)?;
-        // Compressed data under a plain name read as text is "invalid
-        // UTF-8" at some line: named for what it is.
-        // (Text only: a binary format may begin with those two bytes.)
-        let text = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv") || e.eq_ignore_ascii_case("txt"));
-        if text && bytes.starts_with(&[0x1f, 0x8b]) {
-            return Err(TrainError::Io {
-                path: path.to_path_buf(),
-                message: "gzip-compressed data under a name without .gz (name it so, as data.csv.gz, to be read \
-                          decompressed)"
-                    .into(),
-            });
+    if gzipped(path) {
+        return Ok(Box::new(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)))));
+    }
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    // Compressed data under a plain name read as text is "invalid
+    // UTF-8" at some line: named for what it is.
+    // (Text only: a binary format may begin with those two bytes.)
+    let text = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv") || e.eq_ignore_ascii_case("txt"));
+    if text && reader.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]) {
+        return Err(TrainError::Io {
+            path: path.to_path_buf(),
+            message: "gzip-compressed data under a name without .gz (name it so, as data.csv.gz, to be read \
+                      decompressed)"
+                .into(),
+        });
+    }
+    Ok(Box::new(reader))
+}
+
+/// A table's bytes on their way to the CSV parser, each line's cells
+/// counted by its commas: a line of more than `most` is an error once its
+/// end is read (its whole width then known), before the parser holds it
+/// (a 2 MB gzip of one row of 500 million cells grew past 24 GB).
+struct WidthGuard<R> {
+    inner: R,
+    most: usize,
+    line: usize,
+    commas: usize,
+    /// The first line past `most`: its cells (so far) and its line.
+    wide: Option<(usize, usize)>,
+}
+
+impl<R: Read> Read for WidthGuard<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.inner.read(buf)?;
+            for &b in &buf[..n] {
+                match b {
+                    // (A line ends at `\n` or at a lone `\r`, as the `csv`
+                    // crate reads.)
+                    b'\n' | b'\r' if self.wide.is_some() => {
+                        return Err(std::io::Error::other("a row too wide"));
+                    }
+                    b'\n' => (self.line, self.commas) = (self.line + 1, 0),
+                    b'\r' => self.commas = 0,
+                    b',' => {
+                        self.commas += 1;
+                        if self.commas + 1 > self.most && self.wide.is_none() {
+                            self.wide = Some((0, self.line));
+                        }
+                        if let Some(w) = &mut self.wide {
+                            w.0 = self.commas + 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            match (self.wide, n) {
+                // Past the limit: read on to the line's end (counted, not
+                // held), which says its width.
+                (Some(_), 0) => return Err(std::io::Error::other("a row too wide")),
+                (Some(_), _) => continue,
+                _ => return Ok(n),
+            }
         }
     }
-    Ok(bytes)
 }
 
 /// A text file's bytes without a leading UTF-8 byte-order mark (an
@@ -1543,35 +1607,14 @@ fn table_inputs<'s>(sig: &'s Signature, name: &str) -> Result<(&'s Input, &'s In
 /// would take gigabytes before any check could refuse it.
 const MOST_CELLS: usize = 1 << 24;
 
-/// The widest line of `bytes` by its commas, as (cells, line): an upper
-/// bound (a quoted cell may hold commas), counted in one pass before any
-/// parsing. A line ends at `\n` or at a lone `\r`, as the `csv` crate reads.
-fn widest_row(bytes: &[u8]) -> (usize, usize) {
-    let (mut line, mut commas, mut widest) = (1, 0, (0, 1));
-    for &b in bytes {
-        match b {
-            b'\n' => (line, commas) = (line + 1, 0),
-            b'\r' => commas = 0,
-            b',' => {
-                commas += 1;
-                if commas + 1 > widest.0 {
-                    widest = (commas + 1, line);
-                }
-            }
-            _ => {}
-        }
-    }
-    widest
-}
-
 /// A table's rows: features, labels, features per row, each row's line,
 /// and the column names of a header row, skipped (a first row of names
 /// alone, none of them a number: pandas' `to_csv(index=False)` of named
 /// columns, a spreadsheet's export; it was refused).
 /// `class_labels`: labels are class indices (or the loss's ignored label,
 /// `Some(Some(i))`). `expect`: the cells a row must have where a model says
-/// so, checked on the widest row before any is parsed (a 2 MB gzip of one
-/// row of 500 million cells grew past 24 GB before the width check).
+/// so, checked on each line as it is read, before the parser holds it
+/// ([`WidthGuard`]). The file is parsed as it is read, never held whole.
 fn parse_table(
     path: &Path,
     class_labels: Option<Option<i64>>,
@@ -1579,33 +1622,47 @@ fn parse_table(
     unread_label: Option<usize>,
 ) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>, Option<String>)> {
     let name = path.display().to_string();
-    let bytes = read_bytes(path)?;
-    let (cells, at) = widest_row(&bytes);
-    match expect {
-        // Commas in quotes count too: only a row far wider is refused here.
-        Some((e, refusal)) if cells > e.saturating_mul(4).max(1 << 16) => {
-            return Err(bad(format!("{name}:{at}: {}", refusal(cells - 1))));
-        }
-        None if cells > MOST_CELLS => {
-            return Err(bad(format!("{name}:{at}: {cells} cells, more than the {MOST_CELLS} a table's row may have")));
-        }
-        _ => {}
-    }
-    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(&bytes[..]);
+    // Commas in quotes count too: only a row far wider is refused there.
+    let most = match expect {
+        Some((e, _)) => e.saturating_mul(4).max(1 << 16),
+        None => MOST_CELLS,
+    };
+    let guard = WidthGuard { inner: open_data(path)?, most, line: 1, commas: 0, wide: None };
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(guard);
+    // A row too wide (the guard's), or the file's own read error.
+    let unread =
+        |reader: &csv::Reader<WidthGuard<Box<dyn std::io::BufRead>>>, e: csv::Error| match reader.get_ref().wide {
+            Some((cells, at)) => match expect {
+                Some((_, refusal)) => bad(format!("{name}:{at}: {}", refusal(cells - 1))),
+                None => bad(format!("{name}:{at}: {cells} cells, more than the {MOST_CELLS} a table's row may have")),
+            },
+            None => match e.into_kind() {
+                csv::ErrorKind::Io(e) => read_error(path)(e),
+                other => bad(format!("{name}: {:?}", other)),
+            },
+        };
+    let mut record = csv::StringRecord::new();
+    let mut n = 0usize;
     let mut features: Vec<f64> = Vec::new();
     let mut labels: Vec<f64> = Vec::new();
     let mut width = None;
     let mut lines = Vec::new();
     let mut header: Option<String> = None;
-    for (n, record) in reader.records().enumerate() {
-        // The record's line (blank lines counted), else its number.
-        let line = match &record {
-            Ok(r) => r.position().map(|p| p.line()),
-            Err(e) => e.position().map(|p| p.line()),
+    loop {
+        n += 1;
+        match reader.read_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) if matches!(e.kind(), csv::ErrorKind::Io(_)) => return Err(unread(&reader, e)),
+            Err(e) => {
+                // The record's line (blank lines counted), else its number.
+                let line = e.position().map_or(n as u64, |p| p.line());
+                return Err(bad(format!("{name}:{line}: {e}")));
+            }
         }
-        .unwrap_or(n as u64 + 1);
+        let line = record.position().map_or(n as u64, |p| p.line());
         let at = |message: String| bad(format!("{name}:{line}: {message}"));
-        let record = record.map_err(|e| at(e.to_string()))?;
+        let record = &record;
         // A line of blanks is skipped; a row of empty cells (`,,,`) is a row
         // with nothing in it, named below.
         if record.len() == 1 && record.iter().all(|c| c.trim().is_empty()) {
@@ -2280,19 +2337,42 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
         Vocab::Bytes
     } else {
         let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("{name}: not UTF-8 text ({e})")))?;
-        let mut chars: Vec<char> = text.chars().collect();
-        chars.sort_unstable();
-        chars.dedup();
+        // The distinct characters, without a copy of the text (a `char`
+        // each, 4 bytes a character: a 285 MB text took 2.6 GB to read).
+        let mut ascii = [false; 128];
+        let mut other = std::collections::BTreeSet::new();
+        for c in text.chars() {
+            match ascii.get_mut(c as usize) {
+                Some(seen) => *seen = true,
+                None => {
+                    other.insert(c);
+                }
+            }
+        }
+        let chars: Vec<char> = (0u8..128).filter(|&b| ascii[b as usize]).map(char::from).chain(other).collect();
         Vocab::Chars(chars)
     };
     let tokens: Vec<u32> = match &vocab {
         Vocab::Bytes => bytes.iter().map(|&b| b as u32).collect(),
-        Vocab::Chars(chars) => std::str::from_utf8(&bytes)
-            .unwrap_or_default()
-            .chars()
-            .map(|c| chars.binary_search(&c).unwrap_or(0) as u32)
-            .collect(),
+        Vocab::Chars(chars) => {
+            // (ASCII looked up in a table: one binary search a character
+            // was most of the reading time.)
+            let mut table = [u32::MAX; 128];
+            for (i, &c) in chars.iter().enumerate().filter(|(_, c)| c.is_ascii()) {
+                table[c as usize] = i as u32;
+            }
+            std::str::from_utf8(&bytes)
+                .unwrap_or_default()
+                .chars()
+                .map(|c| match table.get(c as usize) {
+                    Some(&i) if i != u32::MAX => i,
+                    _ => chars.binary_search(&c).unwrap_or(0) as u32,
+                })
+                .collect()
+        }
     };
+    let crlf = bytes.windows(2).any(|w| w == b"\r\n");
+    drop(bytes);
     let size = match &vocab {
         Vocab::Bytes => 256,
         Vocab::Chars(c) => c.len(),
@@ -2441,7 +2521,7 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
             // Windows line endings: '\r' is a character of its own, which
             // the model then learns and writes (said: samples held stray
             // carriage returns).
-            .chain(bytes.windows(2).any(|w| w == b"\r\n").then(|| {
+            .chain(crlf.then(|| {
                 format!(
                     "{name}: Windows line endings ('\\r\\n'): '\\r' is read as a character of its own, which the \
                      model learns and `aicf sample` writes; convert them to '\\n' (dos2unix) to train on the text alone"
