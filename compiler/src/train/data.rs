@@ -1346,6 +1346,14 @@ impl Dataset {
         matches!(self.kind, Kind::Text(_))
     }
 
+    /// A text's window (the tokens an example predicts); `None` for rows.
+    pub fn window(&self) -> Option<usize> {
+        match &self.kind {
+            Kind::Text(t) => Some(t.context),
+            Kind::Rows(_) => None,
+        }
+    }
+
     /// What the held-out loss is measured in.
     pub fn loss_unit(&self) -> &'static str {
         match &self.kind {

@@ -250,6 +250,10 @@ pub struct Start {
     pub batch: usize,
     pub steps_per_epoch: usize,
     pub device: String,
+    /// A text's tokens a step predicts (the batch's windows times their
+    /// length): an epoch's speed is also said in tokens a second, as
+    /// language models' are. `None` for rows.
+    pub tokens_per_step: Option<usize>,
 }
 
 /// What a run reports as it goes; every method does nothing by default.
@@ -3445,6 +3449,7 @@ impl<'a> Loop<'a> {
             batch: global.min(self.data.train_len()).max(1),
             steps_per_epoch,
             device,
+            tokens_per_step: self.data.window().map(|w| w * global.min(self.data.train_len()).max(1)),
         });
         if let LrSchedule::Cosine { warmup_steps, .. } | LrSchedule::Wsd { warmup_steps, .. } = run.lr_schedule {
             let step = self.schedule_step(self.adaptive.trainer().steps());

@@ -6,7 +6,10 @@
 // GEMM was timed again). eval, predict and sample take --gemm too, the
 // checkpoint's by default. The registry records --gemm and the device.
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: AICF_CACHE_DIR=%t/cache0 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 32 --eval-windows 8 --no-progress --epochs 2 --gemm generated --out %t/whole --checkpoint-dir %t/whole/ck --no-runs-db > /dev/null
+// RUN: AICF_CACHE_DIR=%t/cache0 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 32 --eval-windows 8 --no-progress --epochs 2 --gemm generated --out %t/whole --checkpoint-dir %t/whole/ck --no-runs-db | FileCheck %s --check-prefix=TOKENS
+// A language model's speed is said in tokens a second too (a step's 16
+// windows of 64).
+// TOKENS: epoch   1/2  train loss {{.*}} steps/s, {{[0-9]+k?}} tokens/s)
 // RUN: AICF_CACHE_DIR=%t/cache1 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 32 --eval-windows 8 --no-progress --epochs 1 --gemm generated --out %t/parts --checkpoint-dir %t/parts/ck --runs-db %t/runs.sqlite > /dev/null
 // RUN: AICF_CACHE_DIR=%t/cache2 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --resume --out %t/parts --checkpoint-dir %t/parts/ck --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=PINNED
 // PINNED-NOT: timing GEMM candidates

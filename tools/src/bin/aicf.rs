@@ -3776,6 +3776,8 @@ struct Printer {
     nothing_held: bool,
     /// Whether the direct convolutions' note was printed (once a run).
     said_direct: bool,
+    /// A text's tokens a step (its speed said in tokens a second too).
+    tokens_per_step: Option<usize>,
 }
 
 impl Report for Printer {
@@ -3789,6 +3791,7 @@ impl Report for Printer {
 
     fn started(&mut self, s: &Start) {
         self.nothing_held = s.held_examples == 0;
+        self.tokens_per_step = s.tokens_per_step;
         println!("data: {}", s.data);
         // A text's held-out figure is of the windows scored, not of its
         // whole held-out part (the data line gives its length).
@@ -3838,8 +3841,17 @@ impl Report for Printer {
             (Some(now), _) => format!("  loss scale {now}"),
             (None, _) => String::new(),
         };
+        // A language model's speed in tokens too.
+        let tokens = self.tokens_per_step.map_or(String::new(), |t| {
+            let per_second = r.steps_per_second * t as f64;
+            if per_second >= 1e4 {
+                format!(", {:.0}k tokens/s", per_second / 1e3)
+            } else {
+                format!(", {per_second:.0} tokens/s")
+            }
+        });
         println!(
-            "epoch {:>3}/{epochs}  train loss {:.4}  val loss {val}{accuracy}  ({:.2} s, {:.1} steps/s){scale}",
+            "epoch {:>3}/{epochs}  train loss {:.4}  val loss {val}{accuracy}  ({:.2} s, {:.1} steps/s{tokens}){scale}",
             r.epoch, r.train_loss, r.seconds, r.steps_per_second
         );
     }
