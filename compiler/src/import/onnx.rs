@@ -300,6 +300,10 @@ pub struct Imported {
     /// or absent), which AICF applies while training all the same (the
     /// model's framework does in training) and never in `@forward`.
     pub inference_dropouts: Vec<String>,
+    /// Random nodes (Dropout, RandomNormal, Bernoulli, ...) whose `seed`
+    /// attribute the export fixes, which AICF does not follow: their draws
+    /// follow the run's seed (`aicf train --seed`).
+    pub seeded_random: Vec<String>,
     /// The program that wrote the model (`producer_name`: `pytorch`,
     /// `tf2onnx`, `jax2onnx`, ...), empty where it says none.
     pub producer: String,
@@ -1266,6 +1270,7 @@ fn import_model_at(
         legacy_names: options.legacy_names,
         empty_scans: HashSet::new(),
         inference_dropouts: Default::default(),
+        seeded_random: Default::default(),
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
@@ -1512,6 +1517,7 @@ fn import_model_at(
         producer: model.producer_name().to_string(),
         other_floats: other_floats.iter().map(|t| t.to_string()).collect(),
         inference_dropouts: importer.inference_dropouts.borrow().iter().cloned().collect(),
+        seeded_random: importer.seeded_random.borrow().iter().cloned().collect(),
         inputs,
         symbolic,
         batch_of_one: None,
@@ -2678,6 +2684,8 @@ struct Importer<'a> {
     /// [`Imported::inference_dropouts`].
     /// (In a cell: the node's translation holds the importer shared.)
     inference_dropouts: std::cell::RefCell<std::collections::BTreeSet<String>>,
+    /// [`Imported::seeded_random`].
+    seeded_random: std::cell::RefCell<std::collections::BTreeSet<String>>,
     /// Whether PyTorch wrote the model: a training BatchNorm's running
     /// variance takes the batch's unbiased variance, as PyTorch's does;
     /// the ONNX spec's, Keras's and Flax's take the biased one.
@@ -7005,6 +7013,9 @@ impl Importer<'_> {
             // which takes no seed, its mean (an integer Bernoulli's
             // likelier value), as dropout is off there.
             _ if NOISE.contains(&op) => {
+                if self.trains && attr(node, "seed").is_some() {
+                    self.seeded_random.borrow_mut().insert(node_label(node));
+                }
                 // (A float `dtype` is f32 here, as every float the importer
                 // reads: a 16-bit one is not rounded to, nor is a double
                 // kept; an integer Bernoulli is i32, a boolean one i1.)
@@ -7088,6 +7099,9 @@ impl Importer<'_> {
                     && optional_const(2).ok().flatten().is_none_or(|c| c.vals.iter().all(|&v| v == 0.0));
                 if self.trains && ratio > 0.0 && inference {
                     self.inference_dropouts.borrow_mut().insert(node_label(node));
+                }
+                if self.trains && ratio > 0.0 && attr(node, "seed").is_some() {
+                    self.seeded_random.borrow_mut().insert(node_label(node));
                 }
                 // Training mode follows the function traced (@loss trains),
                 // not the export's training_mode input.

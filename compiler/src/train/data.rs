@@ -1513,8 +1513,9 @@ fn open_data(path: &Path) -> Result<Box<dyn std::io::BufRead>> {
 
 /// A table's bytes on their way to the CSV parser, each line's cells
 /// counted by its commas: a line of more than `most` is an error once its
-/// end is read (its whole width then known), before the parser holds it
-/// (a 2 MB gzip of one row of 500 million cells grew past 24 GB).
+/// end is read (its whole width then known, the rest of it counted, not
+/// held), where the parser holds its first `most` cells at most (a 2 MB
+/// gzip of one row of 500 million cells grew past 24 GB).
 struct WidthGuard<R> {
     inner: R,
     most: usize,
@@ -1527,11 +1528,13 @@ struct WidthGuard<R> {
 impl<R: Read> Read for WidthGuard<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
-            let n = self.inner.read(buf)?;
+            // (A read that fails within a wide line, a truncated gzip, is
+            // that failure: the cells counted so far are not its width.)
+            let n = self.inner.read(buf).inspect_err(|_| self.wide = None)?;
             for &b in &buf[..n] {
                 match b {
                     // (A line ends at `\n` or at a lone `\r`, as the `csv`
-                    // crate reads.)
+                    // crate reads; lines are counted at `\n`.)
                     b'\n' | b'\r' if self.wide.is_some() => {
                         return Err(std::io::Error::other("a row too wide"));
                     }
@@ -1644,10 +1647,13 @@ fn parse_table(
                 Some((_, refusal)) => bad(format!("{name}:{at}: {}", refusal(cells - 1))),
                 None => bad(format!("{name}:{at}: {cells} cells, more than the {MOST_CELLS} a table's row may have")),
             },
-            None => match e.into_kind() {
-                csv::ErrorKind::Io(e) => read_error(path)(e),
-                other => bad(format!("{name}: {:?}", other)),
-            },
+            None => {
+                let said = e.to_string();
+                match e.into_kind() {
+                    csv::ErrorKind::Io(e) => read_error(path)(e),
+                    _ => bad(format!("{name}: {said}")),
+                }
+            }
         };
     let mut record = csv::StringRecord::new();
     let mut n = 0usize;

@@ -407,8 +407,6 @@ pub(crate) fn now() -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
 }
 
-/// Seconds since 1970 of a time [`now`] wrote (`2026-12-07T11:17:01Z`);
-/// `None` where it does not read so.
 /// Whether the process `pid` that recorded a run on `host` (started at
 /// `started`) is gone: no process of that id on this machine, or one
 /// started after the run did (ids are reused: after a reboot, in a
@@ -426,12 +424,24 @@ pub fn check_tag(tag: &str) -> std::result::Result<(), String> {
     if tag.is_empty() || tag.chars().count() > 64 {
         return Err(format!("tag {tag:?}: a tag has 1 to 64 characters"));
     }
-    if let Some(c) = tag.chars().find(|c| c.is_whitespace() || c.is_control() || *c == ',') {
-        return Err(format!("tag {tag:?}: a tag holds no spaces, commas or control characters (found {c:?})"));
+    // (Invisible format characters too: `zero\u{200b}width` read as
+    // `zerowidth` in the list, and `--tag zerowidth` did not find it.)
+    let invisible = |c: char| matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}');
+    if let Some(c) = tag.chars().find(|&c| c.is_whitespace() || c.is_control() || invisible(c) || c == ',') {
+        return Err(format!(
+            "tag {tag:?}: a tag holds no spaces, commas, control or invisible characters (found {c:?})"
+        ));
+    }
+    // (One that starts as an option does is read as one: given again, it
+    // needed a `--` before it.)
+    if tag.starts_with('-') {
+        return Err(format!("tag {tag:?}: a tag does not start with '-'"));
     }
     Ok(())
 }
 
+/// Seconds since 1970 of a time [`now`] wrote (`2026-12-07T11:17:01Z`);
+/// `None` where it does not read so.
 fn epoch_seconds(text: &str) -> Option<i64> {
     let b = text.as_bytes();
     if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
@@ -780,10 +790,17 @@ impl Runs {
     /// policy given with --override-resume), keeping the policy it had
     /// where this part gives none (its growth is in its decisions), and
     /// `command` is added to its commands, one a line.
+    ///
+    /// `identity`: the row's [`Runs::identity_of`] as the checkpoint
+    /// recorded it (absent in older checkpoints): a row of that id of
+    /// another identity is another run's (an AICF before `aicf runs
+    /// delete` gave a deleted run's id again).
+    #[allow(clippy::too_many_arguments)]
     pub fn resume(
         &self,
         id: i64,
         row_model: &str,
+        identity: Option<&str>,
         model_hash: &str,
         seed: u64,
         settings: &Settings,
@@ -799,6 +816,11 @@ impl Runs {
             .optional()
             .map_err(db_error(&self.path))?;
         let Some(before) = before else { return Ok(false) };
+        if let Some(identity) = identity
+            && self.identity_of(id).as_deref() != Some(identity)
+        {
+            return Ok(false);
+        }
         let mut settings = settings.clone();
         let old = serde_json::from_str::<Settings>(&before).ok();
         // A copy of the run's checkpoint directory resumed: a run of its own.
@@ -1000,6 +1022,26 @@ impl Runs {
                 Err(e)
             }
         }
+    }
+
+    /// What tells run `id`'s row from another's of its id: when it started
+    /// and a hash of its first command (both kept for the row's life; two
+    /// runs start within one second).
+    pub fn identity_of(&self, id: i64) -> Option<String> {
+        let (started, command): (String, Option<String>) = self
+            .conn
+            .query_row("SELECT started, command FROM runs WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .ok()?;
+        let first = command.unwrap_or_default().lines().next().unwrap_or_default().to_string();
+        // FNV-1a: stable across builds (std's hasher is not promised to be).
+        let hash = first.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+        Some(format!("{started} {hash:016x}"))
+    }
+
+    /// Whether run `id` is in the registry (`false` also where it cannot
+    /// be read).
+    pub fn has_run(&self, id: i64) -> bool {
+        self.known(id).is_ok()
     }
 
     /// An error unless run `id` is in the registry.
@@ -1597,11 +1639,11 @@ mod tests {
         let at = |d: Option<&str>| Settings { checkpoint_dir: d.map(String::from), ..Settings::default() };
         let run = NewRun { model_hash: "m".into(), settings: at(Some("/ckpt")), ..NewRun::default() };
         let id = runs.begin(&run).unwrap();
-        assert!(!runs.resume(id, "m", "m", 0, &at(Some("/copy")), "aicf train --resume").unwrap());
-        assert!(runs.resume(id, "m", "m", 0, &at(Some("/ckpt")), "aicf train --resume").unwrap());
+        assert!(!runs.resume(id, "m", None, "m", 0, &at(Some("/copy")), "aicf train --resume").unwrap());
+        assert!(runs.resume(id, "m", None, "m", 0, &at(Some("/ckpt")), "aicf train --resume").unwrap());
         // An older record, without a directory, goes on as it did.
         let old = runs.begin(&NewRun { model_hash: "m".into(), ..NewRun::default() }).unwrap();
-        assert!(runs.resume(old, "m", "m", 0, &at(Some("/copy")), "aicf train --resume").unwrap());
+        assert!(runs.resume(old, "m", None, "m", 0, &at(Some("/copy")), "aicf train --resume").unwrap());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -807,6 +807,9 @@ const ADAPT_KEY: &str = "aicf.adapt";
 /// Checkpoint metadata: the run registry's row of the run that saved it
 /// (`<registry file>#<id>`): a resumed run continues that row.
 const REGISTRY_RUN_KEY: &str = "registry_run";
+/// That row's identity ([`super::registry::Runs::identity_of`]): a row of
+/// its id of another identity is another run's.
+const REGISTRY_IDENTITY_KEY: &str = "registry_run_identity";
 /// The training FLOPs a checkpoint's run had spent.
 const FLOPS_KEY: &str = "train_flops";
 /// The rows a step of the checkpoint's run took (batch x micro-batches x
@@ -1089,6 +1092,9 @@ fn fit_run(
     // replay in place must not: it would replace the directory's later
     // checkpoints with others).
     let mut changed: Vec<String> = Vec::new();
+    // Whether the held-out part's change was said (once for a seed and a
+    // fraction changed together).
+    let mut said_redrawn = false;
     // Whether the checkpoint's model goes on at another batch (its IR hash
     // is then the other batch's).
     let mut other_batch = false;
@@ -1241,13 +1247,25 @@ fn fit_run(
                     };
                     // Another seed or fraction draws a table's held-out rows
                     // anew: some of them trained before.
-                    let redrawn =
-                        if matches!(*key, "seed" | "val_split") && !data.iter().any(|p| super::data::is_text(p)) {
-                            "; the held-out rows are drawn anew, so some of them were trained on and its held-out \
-                         figures read better than they are (a fresh run's are true)"
+                    // A text's held-out part is its end: a larger fraction
+                    // holds out text that trained before; a seed moves none.
+                    // (Said once, where both change.)
+                    let text = data.iter().any(|p| super::data::is_text(p));
+                    let grows = saved.parse::<f64>().ok().zip(value.parse::<f64>().ok()).is_some_and(|(a, b)| b > a);
+                    let redrawn = if ((!text && matches!(*key, "seed" | "val_split"))
+                        || (text && *key == "val_split" && grows))
+                        && !std::mem::replace(&mut said_redrawn, true)
+                    {
+                        if text {
+                            "; the held-out part now holds text trained on before, so its held-out figures read \
+                             better than they are (a fresh run's are true)"
                         } else {
-                            ""
-                        };
+                            "; the held-out rows are drawn anew, so some of them were trained on and its held-out \
+                             figures read better than they are (a fresh run's are true)"
+                        }
+                    } else {
+                        ""
+                    };
                     report.note(&format!("{message}; going on{with} (--override-resume){redrawn}"));
                     changed.push(format!("{key} (--override-resume)"));
                 }
@@ -1690,7 +1708,8 @@ fn fit_run(
                 // The row holds the model of the run's part before this one:
                 // the checkpoint's (this part's differs where --batch
                 // retargets it).
-                Some((id, meta.get("model").cloned().unwrap_or_else(|| run_model.clone())))
+                let model = meta.get("model").cloned().unwrap_or_else(|| run_model.clone());
+                Some((id, model, meta.get(REGISTRY_IDENTITY_KEY).cloned()))
             });
             // (Where a lock held past the wait: a recorder that keeps the
             // records and writes the row at the run's end, [`Recorder::late`].)
@@ -2022,14 +2041,17 @@ struct Recorder {
     /// The row not yet written, where the registry was locked at the
     /// run's start ([`Recorder::late`]).
     late: std::cell::RefCell<Option<RowToBe>>,
+    /// Its row's identity (its checkpoints record it with the row's id).
+    identity: String,
 }
 
 /// A run's row as the run starts it (the model it starts from), kept to
 /// be written at its end where the registry was locked at its start.
 struct RowToBe {
     db: PathBuf,
-    /// The row it goes on in, and the model that row holds.
-    continued: Option<(i64, String)>,
+    /// The row it goes on in, the model that row holds, and its identity
+    /// (where the checkpoint records it).
+    continued: Option<(i64, String, Option<String>)>,
     new_run: super::registry::NewRun,
 }
 
@@ -2044,7 +2066,7 @@ impl Recorder {
         model: &Path,
         model_hash: &str,
         data: &[PathBuf],
-        continued: Option<(i64, String)>,
+        continued: Option<(i64, String, Option<String>)>,
     ) -> Result<RowToBe> {
         use super::registry::{NewRun, Settings, fingerprint};
         let settings = Settings {
@@ -2108,7 +2130,8 @@ impl Recorder {
         use super::registry::Runs;
         Runs::refuse_foreign(&row.db)?;
         let runs = Runs::open(&row.db)?;
-        let recorder = |runs, id, continued| Recorder {
+        let recorder = |runs: Runs, id, continued| Recorder {
+            identity: runs.identity_of(id).unwrap_or_default(),
             runs,
             id,
             stopped: std::cell::Cell::new(false),
@@ -2122,8 +2145,8 @@ impl Recorder {
         // this part's (the epochs it trains to, a policy given with
         // --override-resume), and its command is added to the first.
         let r = &row.new_run;
-        if let Some((id, row_model)) = &row.continued
-            && runs.resume(*id, row_model, &r.model_hash, r.seed, &r.settings, &r.command)?
+        if let Some((id, row_model, identity)) = &row.continued
+            && runs.resume(*id, row_model, identity.as_deref(), &r.model_hash, r.seed, &r.settings, &r.command)?
         {
             return Ok(recorder(runs, *id, true));
         }
@@ -2143,6 +2166,7 @@ impl Recorder {
             stopped: std::cell::Cell::new(false),
             deferred: std::cell::RefCell::new(Some(Deferred { epochs: Vec::new(), decisions: Vec::new() })),
             continued: false,
+            identity: String::new(),
             late: std::cell::RefCell::new(Some(row)),
         })
     }
@@ -2922,7 +2946,18 @@ impl<'a> Loop<'a> {
         bar: Option<&indicatif::ProgressBar>,
         report: &mut dyn Report,
     ) {
-        suspend(bar, || report.note(&format!("{error}; this run records nothing more there (it stays unfinished)")));
+        // (A row deleted under the run, `aicf runs delete --force`, fails
+        // its next write: it does not stay anything.)
+        let message = if r.runs.has_run(r.id) {
+            format!("{error}; this run records nothing more there (it stays unfinished)")
+        } else {
+            format!(
+                "{}: run {} was deleted from the run registry (aicf runs delete); this run records nothing more there",
+                r.runs.path().display(),
+                r.id
+            )
+        };
+        suspend(bar, || report.note(&message));
         r.stopped.set(true);
         self.recorder = None;
     }
@@ -3233,6 +3268,9 @@ impl<'a> Loop<'a> {
         // is named by none: `#-1` sent a resume to no row.)
         if let Some(r) = self.recorder.as_ref().filter(|r| r.late.borrow().is_none()) {
             meta.insert(REGISTRY_RUN_KEY.into(), format!("{}#{}", registry_key(r.runs.path()), r.id));
+            if !r.identity.is_empty() {
+                meta.insert(REGISTRY_IDENTITY_KEY.into(), r.identity.clone());
+            }
         }
         let mut extra = BTreeMap::new();
         if run.adapt.is_some() {

@@ -356,6 +356,21 @@ fn a_dropout_marked_for_inference_is_named() {
     assert!(imported.inference_dropouts.is_empty(), "{:?}", imported.inference_dropouts);
 }
 
+/// A Dropout whose export fixes its `seed` draws from the run's seed, and
+/// is named (`seeded_random`, which `aicf import` notes: the attribute was
+/// ignored without a word); one without a seed is not.
+#[test]
+fn a_random_node_with_a_fixed_seed_is_named() {
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+    let ratio = float_init("ratio", vec![], vec![0.25]);
+    let mut model = one_node_model("drop", "Dropout", (&[2, 3], &[2, 3]), vec![], vec![ratio], 13);
+    let imported = onnx::import_model(&model, "drop.onnx", std::path::Path::new("."), &options).unwrap();
+    assert!(imported.seeded_random.is_empty(), "{:?}", imported.seeded_random);
+    model.graph.as_mut().unwrap().node[0].attribute.push(int_attribute("seed", 123));
+    let imported = onnx::import_model(&model, "drop.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!(imported.seeded_random, ["drop"]);
+}
+
 /// A Gemm's weight stored `[in, out]` (jax2onnx's Dense kernel, Hugging
 /// Face's `Conv1D`) is held `[out, in]` under its own name, and said so
 /// (`transposed_in_place`, which `aicf import` notes: a checkpoint holds

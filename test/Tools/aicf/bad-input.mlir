@@ -522,6 +522,11 @@
 // RUN: python3 -c "import gzip; gzip.open('%t/wide.csv.gz', 'wb').write(b'1,' * 300000 + b'1\n')"
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/wide.csv.gz --no-runs-db --out %t/wide 2>&1 | FileCheck %s --check-prefix=WIDE
 // WIDE: aicf: error: {{.*}}wide.csv.gz:1: rows have 300000 features and a label; the model's input #0 is [32, 64] f32, which takes 64 features per row
+// A gzip cut off within a row that wide is said to be cut off (the cells
+// read before the cut are not the row's width).
+// RUN: python3 -c "import gzip; rows = ''.join(','.join(['0'] * 64) + ',1\n' for _ in range(50)); d = gzip.compress((rows + ','.join(['1'] * 2000000) + '\n').encode()); open('%t/cut.csv.gz', 'wb').write(d[:len(d) // 2])"
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/cut.csv.gz --no-runs-db --out %t/wide 2>&1 | FileCheck %s --check-prefix=WIDECUT
+// WIDECUT: aicf: error: {{.*}}cut.csv.gz: not whole gzip data: incomplete deflate stream
 // Options that would do nothing in the run are refused, not ignored.
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --override-resume --no-runs-db --out %t/noop 2>&1 | FileCheck %s --check-prefix=NOOPRESUME
 // NOOPRESUME: aicf: error: --override-resume goes with --resume or --resume-from

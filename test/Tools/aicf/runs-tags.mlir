@@ -12,7 +12,7 @@
 // A tag with a space, and a run that is not there, are refused by name.
 // RUN: not aicf runs tag 2 "two words" --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=BADTAG
 // RUN: not aicf runs tag 9 x --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=NOSUCH
-// BADTAG: aicf: error: tag "two words": a tag holds no spaces, commas or control characters (found ' ')
+// BADTAG: aicf: error: tag "two words": a tag holds no spaces, commas, control or invisible characters (found ' ')
 // NOSUCH: aicf: error: {{.*}}runs.sqlite: run registry: no run 9
 // RUN: aicf runs note 3 "diverged early: lr too high" --runs-db %t/runs.sqlite > /dev/null
 // RUN: aicf runs list --tag lr-sweep --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=BYTAG
@@ -66,3 +66,25 @@
 // OLDLIST-NEXT: 1 runs in
 // RUN: aicf runs tag 1 kept --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=OLDTAG
 // OLDTAG: run 1: tags kept
+// A deleted run's checkpoint, resumed where an earlier AICF gave its id to
+// another run (it did not know the ids deleted: here that row is made by
+// hand, a copy of run 1 numbered 2), records a row of its own: it went on
+// in the other run's row (same model and seed), its command added there.
+// RUN: rm -f %t/reuse.sqlite
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/r1 --runs-db %t/reuse.sqlite > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/r2 --checkpoint-dir %t/r2ck --runs-db %t/reuse.sqlite > /dev/null
+// RUN: aicf runs delete 2 --runs-db %t/reuse.sqlite > /dev/null
+// RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/reuse.sqlite'); c.execute('CREATE TEMP TABLE t AS SELECT * FROM runs WHERE id = 1'); c.execute('UPDATE t SET id = 2'); c.execute('INSERT INTO runs SELECT * FROM t'); c.commit()"
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --resume --out %t/r2 --checkpoint-dir %t/r2ck --runs-db %t/reuse.sqlite > /dev/null
+// RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/reuse.sqlite'); print([(i, cmd.count(chr(10))) for i, cmd in c.execute('SELECT id, command FROM runs ORDER BY id')])" | FileCheck %s --check-prefix=OWNROW
+// OWNROW: [(1, 0), (2, 0), (3, 0)]
+// A tag that starts as an option does, or holds an invisible character,
+// is refused; a note of two lines keeps its indent.
+// RUN: not aicf runs tag 1 --runs-db %t/reuse.sqlite -- -neg 2>&1 | FileCheck %s --check-prefix=DASHTAG
+// DASHTAG: aicf: error: tag "-neg": a tag does not start with '-'
+// RUN: not aicf runs tag 1 "zero$(printf '\342\200\213')width" --runs-db %t/reuse.sqlite 2>&1 | FileCheck %s --check-prefix=INVISIBLE
+// INVISIBLE: aicf: error: tag "zero\u{200b}width": a tag holds no spaces, commas, control or invisible characters (found '\u{200b}')
+// RUN: aicf runs note 1 "$(printf 'first line\nsecond line')" --runs-db %t/reuse.sqlite > /dev/null
+// RUN: aicf runs show 1 --runs-db %t/reuse.sqlite | FileCheck %s --check-prefix=TWOLINES
+// TWOLINES: note: first line
+// TWOLINES-NEXT: {{^        }}second line

@@ -1225,6 +1225,13 @@ fn main() {
                     let pinned = recorded(aicf_compiler::train::run::GEMM_KEY);
                     match (&gemm, pinned) {
                         (None, Some(g)) if check_gemm_flag(Some(g), &device).is_ok() => gemm = Some(g.to_string()),
+                        // (A GPU's candidate, resumed on the CPU.)
+                        (None, Some(g)) => eprintln!(
+                            "aicf: note: {}: the checkpoint's run ran every GEMM with --gemm {g}, which this device \
+                             has not: each GEMM's kernel is the registry's measured choice, so the run does not \
+                             continue bit for bit",
+                            c.display()
+                        ),
                         (Some(now), was) if was != Some(now.as_str()) => eprintln!(
                             "aicf: note: {}: the checkpoint's run {}; this run uses --gemm {now}, so it does not \
                              continue bit for bit",
@@ -2910,6 +2917,17 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             if d.len() == 1 { "it" } else { "them" }
         );
     }
+    if !imported.seeded_random.is_empty() {
+        let r = &imported.seeded_random;
+        eprintln!(
+            "note: the export fixes the seed of {} random node{} ({}); AICF draws {} from the run's --seed (the \
+             same seed, the same draws), not from the seed in the export",
+            r.len(),
+            if r.len() == 1 { "" } else { "s" },
+            first_few(r.iter().map(|n| format!("'{n}'")), 4),
+            if r.len() == 1 { "its randomness" } else { "their randomness" }
+        );
+    }
     if !imported.other_floats.is_empty() {
         eprintln!(
             "note: {} declares {} tensors; AICF imports and computes them in f32 (--precision bf16 or fp16 trains in \
@@ -3879,9 +3897,20 @@ fn gemm_of_run(given: Option<String>, checkpoint: Option<&Path>, d: &DeviceArgs)
     Ok(given.or_else(|| {
         // (A checkpoint that does not read is said by the command itself;
         // one of another device's candidate is not taken.)
-        let meta = aicf_runtime::checkpoint::read_metadata(checkpoint?).ok()?;
+        let checkpoint = checkpoint?;
+        let meta = aicf_runtime::checkpoint::read_metadata(checkpoint).ok()?;
         let g = meta.get(aicf_compiler::train::run::GEMM_KEY)?;
-        check_gemm_flag(Some(g), d).ok().map(|()| g.clone())
+        match check_gemm_flag(Some(g), d) {
+            Ok(()) => Some(g.clone()),
+            Err(_) => {
+                eprintln!(
+                    "note: {}: its run ran every GEMM with --gemm {g}, which this device has not: each GEMM runs \
+                     the registry's measured choice",
+                    checkpoint.display()
+                );
+                None
+            }
+        }
     }))
 }
 
@@ -4706,7 +4735,8 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                 println!("  tags: {}", r.tags.join(", "));
             }
             if let Some(n) = &r.note {
-                println!("  note: {n}");
+                // (A note of several lines keeps the indent.)
+                println!("  note: {}", n.trim_end().replace('\n', "\n        "));
             }
             // A resumed run's commands, one a line: the first, then each
             // resume's.
