@@ -80,3 +80,15 @@
 // PRIVATE: val accuracy
 // RUN: aicf eval %t/private-forward.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/private-ckpt/last.safetensors --out %t/private-eval | FileCheck %s --check-prefix=PRIVATEEVAL
 // PRIVATEEVAL: accuracy {{[0-9.]+}}% on 359 held-out rows
+// AdamW decays by PyTorch's default, 0.01, where --weight-decay is not
+// given (it was 0: `--optimizer adamw` alone trained as Adam); 0 turns it
+// off; Adam's and SGD's default stays 0. The checkpoint records it, and a
+// bare resume keeps it.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --epochs 1 --no-progress --out %t/adamw --checkpoint-dir %t/adamw-ck --runs-db %t/adamw.sqlite > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0 --epochs 1 --no-progress --out %t/adamw0 --runs-db %t/adamw.sqlite > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --no-progress --out %t/adam --runs-db %t/adamw.sqlite > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --resume --no-progress --out %t/adamw --checkpoint-dir %t/adamw-ck --runs-db %t/adamw.sqlite > /dev/null
+// RUN: aicf runs compare 1 2 3 --runs-db %t/adamw.sqlite | FileCheck %s --check-prefix=ADAMWDECAY
+// ADAMWDECAY: optimizer {{ *}}adamw 0.003 {{ *}}adamw 0.003 {{ *}}adam 0.003
+// ADAMWDECAY: weight decay {{ *}}0.01 {{ *}}0 {{ *}}0
+// ADAMWDECAY: epochs {{ *}}2 {{ *}}1 {{ *}}1

@@ -197,8 +197,9 @@ struct ModelArgs {
     optimizer: Optimizer,
     /// Weight decay: an L2 term added to the gradient for sgd and adam (as
     /// PyTorch's weight_decay), decoupled (lr x decay x weight) for adamw.
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
-    weight_decay: f64,
+    /// Default: 0.01 for adamw (torch.optim.AdamW's), 0 for sgd and adam.
+    #[arg(long, allow_negative_numbers = true)]
+    weight_decay: Option<f64>,
     /// SGD's momentum (PyTorch's buffer form); 0: none. Adam's and AdamW's
     /// moments are set by --betas.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
@@ -286,6 +287,13 @@ impl ModelArgs {
     /// for every command that builds a train step.
     fn clip_norm(&self) -> Option<f64> {
         self.clip_norm.filter(|&c| c != 0.0)
+    }
+
+    /// `--weight-decay`, by default PyTorch's for the optimizer: 0.01 for
+    /// AdamW (torch.optim.AdamW's; it was 0, so `--optimizer adamw` alone
+    /// trained as Adam), 0 for SGD and Adam.
+    fn weight_decay(&self) -> f64 {
+        self.weight_decay.unwrap_or(if matches!(self.optimizer, Optimizer::Adamw) { 0.01 } else { 0.0 })
     }
 }
 
@@ -1176,7 +1184,7 @@ fn main() {
                         && !given("weight_decay")
                         && let Some(v) = number("weight_decay")
                     {
-                        compile.weight_decay = v;
+                        compile.weight_decay = Some(v);
                     }
                     if same
                         && !given("nesterov")
@@ -2408,7 +2416,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         optimizer: c.optimizer.name().into(),
         momentum: c.momentum,
         nesterov: c.nesterov,
-        weight_decay: c.weight_decay,
+        weight_decay: c.weight_decay(),
         betas: c.betas,
         eps: c.adam_eps.unwrap_or(1e-8),
         decay_min_rank: if c.no_decay_1d { 2 } else { 0 },
@@ -2469,7 +2477,7 @@ fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
              a model written in bf16 or f16 has any"
         );
     }
-    aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay, c.betas, c.clip_norm())?;
+    aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay(), c.betas, c.clip_norm())?;
     // (Given at all, it is Adam's: SGD's 1e-8 too.)
     if let Some(eps) = c.adam_eps {
         if matches!(c.optimizer, Optimizer::Sgd) {
@@ -2477,7 +2485,7 @@ fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
         }
         aicf_compiler::train::run::check_eps(c.optimizer.name(), eps).map_err(|e| format!("--adam-eps: {e}"))?;
     }
-    aicf_compiler::train::run::check_groups(!c.no_decay_1d, c.weight_decay)
+    aicf_compiler::train::run::check_groups(!c.no_decay_1d, c.weight_decay())
         .map_err(|e| format!("--no-decay-1d: {e} (--weight-decay)"))?;
     match c.optimizer {
         Optimizer::Adam | Optimizer::Adamw if c.momentum != 0.0 => {
@@ -2504,7 +2512,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
         optimizer: c.optimizer.name().into(),
         momentum: c.momentum,
         nesterov: c.nesterov,
-        weight_decay: c.weight_decay,
+        weight_decay: c.weight_decay(),
         betas: c.betas,
         eps: c.adam_eps.unwrap_or(1e-8),
         decay_1d: !c.no_decay_1d,
@@ -4477,8 +4485,8 @@ fn bench(
     if !loss.is_finite() {
         // Kernels on infinities and NaNs can take other paths than on the
         // numbers a training run sees.
-        let remedy = if aicf_compiler::train::run::decay_overshoots(c.optimizer.name(), lr, c.weight_decay) {
-            let decay = aicf_compiler::train::run::short(c.weight_decay);
+        let remedy = if aicf_compiler::train::run::decay_overshoots(c.optimizer.name(), lr, c.weight_decay()) {
+            let decay = aicf_compiler::train::run::short(c.weight_decay());
             format!("a smaller --weight-decay keeps it finite ({decay} times the rate is above 2)")
         } else {
             "a smaller --lr keeps it finite".to_string()
