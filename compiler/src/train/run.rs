@@ -308,10 +308,12 @@ impl Summary {
 /// Checks what does not need the model compiled.
 fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     let bad = |m: String| Err(TrainError::Input(m));
-    if !run.lr.is_finite() || run.lr <= 0.0 {
-        return bad(format!("the learning rate {} is not a finite positive number", run.lr));
+    // (0 is a rate: the parameters stay, as PyTorch's lr=0, while a batch
+    // norm's running statistics follow the data; it was refused.)
+    if !run.lr.is_finite() || run.lr < 0.0 {
+        return bad(format!("the learning rate {} is not a finite number of at least 0", run.lr));
     }
-    if (run.lr as f32) == 0.0 {
+    if run.lr != 0.0 && (run.lr as f32) == 0.0 {
         return bad(format!("the learning rate {:e} is 0 in f32, the precision the step computes in", run.lr));
     }
     if let Some(b) = run.flops_budget
@@ -1804,7 +1806,10 @@ fn fit_run(
             ),
             None => unconverged_remedy(run, summary.steps, &summary.records, guess, &remedy),
         };
-        note_worse_than_guessing(&sig, (judged, at_best.is_some()), &remedy, report);
+        // (A run at --lr 0 trains nothing by design: no remedy to give.)
+        if run.lr != 0.0 {
+            note_worse_than_guessing(&sig, (judged, at_best.is_some()), &remedy, report);
+        }
     }
     // A registry the run stopped writing to (a failed write) is not told
     // the run finished: its curve there has a gap.

@@ -212,8 +212,8 @@
 // FIFODATA: aicf: error: --data {{.*}}fifo.csv: not a regular file (a device, pipe or socket); it is read from a file
 // RUN: test ! -e %t/run && test ! -e %t/bench
 //
-// LR: aicf: error: the learning rate -1 is not a finite positive number
-// LRNAN: aicf: error: the learning rate NaN is not a finite positive number
+// LR: aicf: error: the learning rate -1 is not a finite number of at least 0
+// LRNAN: aicf: error: the learning rate NaN is not a finite number of at least 0
 // MOMENTUM: aicf: error: the momentum -5 is not in [0, 1)
 // MOMENTUMNAN: aicf: error: the momentum NaN is not in [0, 1)
 // DECAY: aicf: error: the weight decay -1 is not a number of at least 0

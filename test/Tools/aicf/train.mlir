@@ -92,3 +92,13 @@
 // ADAMWDECAY: optimizer {{ *}}adamw 0.003 {{ *}}adamw 0.003 {{ *}}adam 0.003
 // ADAMWDECAY: weight decay {{ *}}0.01 {{ *}}0 {{ *}}0
 // ADAMWDECAY: epochs {{ *}}2 {{ *}}1 {{ *}}1
+// --lr 0 trains nothing, as PyTorch's lr=0 (a check of a pipeline, a
+// batch norm's statistics): the parameters stay (it was refused): epoch
+// 1's checkpoint and epoch 2's hold the same values.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 0 --optimizer sgd --epochs 2 --no-runs-db --no-progress --out %t/lr0 --checkpoint-dir %t/lr0-ck | FileCheck %s --check-prefix=LRZERO
+// LRZERO: note: --lr 0: the parameters stay as they are
+// LRZERO: epoch   2/2
+// LRZERO-NOT: above a uniform guess
+// LRZERO: final held-out accuracy
+// RUN: python3 %S/inputs/same_tensors.py %t/lr0-ck/prev.safetensors %t/lr0-ck/last.safetensors step | FileCheck %s --check-prefix=LRZEROSAME
+// LRZEROSAME: 0 of {{[0-9]+}} tensors differ

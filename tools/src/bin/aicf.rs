@@ -3969,6 +3969,12 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     let (model, graph_loss) = hl_model_ordered(c, &import_dir, Say::Stdout)?;
     let data = &data_in_loss_order(data, graph_loss.as_ref());
     let options = Options { gemm, ..options(c, d, run.seed, &run.out)? };
+    if run.lr == 0.0 && rank == 0 {
+        println!(
+            "note: --lr 0: the parameters stay as they are (a batch norm's running statistics still follow the \
+             data, and the optimizer's moments the gradients)"
+        );
+    }
     let mut printer = Printer::default();
     let summary = if rank == 0 {
         run::fit(&model, &options, data, run, &mut printer)
@@ -4282,10 +4288,10 @@ fn bench(
     if steps > MAX_STEPS {
         return Err(format!("--steps {steps}: at most {MAX_STEPS}"));
     }
-    if !lr.is_finite() || lr <= 0.0 {
-        return Err(format!("the learning rate {lr} is not a finite positive number"));
+    if !lr.is_finite() || lr < 0.0 {
+        return Err(format!("the learning rate {lr} is not a finite number of at least 0"));
     }
-    if (lr as f32) == 0.0 {
+    if lr != 0.0 && (lr as f32) == 0.0 {
         // As train refuses it: the timed steps would not train.
         return Err(format!("the learning rate {lr:e} is 0 in f32, the precision the step computes in"));
     }

@@ -1,6 +1,6 @@
 """Prints how many tensors of safetensors file A differ from B's, in bytes,
 of how many (their metadata is not compared: it names the run's registry
-row, its paths)."""
+row, its paths). Names after the two files are left out (`step`)."""
 import json
 import struct
 import sys
@@ -16,5 +16,8 @@ def tensors(path):
 
 
 a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+for name in sys.argv[3:]:
+    a.pop(name, None)
+    b.pop(name, None)
 assert a.keys() == b.keys(), (sorted(a), sorted(b))
 print(f"{sum(a[k] != b[k] for k in a)} of {len(a)} tensors differ")
