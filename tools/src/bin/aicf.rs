@@ -701,6 +701,13 @@ enum Command {
         #[arg(long, default_value = "target/aicf-predict")]
         out: PathBuf,
     },
+    /// The compile cache ($AICF_CACHE_DIR, else ~/.cache/aicf): what it
+    /// holds, and cleaning it (it grows with every model and shape
+    /// compiled, and nothing removes it).
+    Cache {
+        #[command(subcommand)]
+        what: CacheCommand,
+    },
     /// Time the compiled train step on a fixed random batch (median of
     /// `--steps` after warm-up).
     Bench {
@@ -736,6 +743,25 @@ enum Command {
         /// time a data-parallel one; clap's tip read it as a value.)
         #[arg(long, hide = true, allow_negative_numbers = true)]
         nproc: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum CacheCommand {
+    /// Where it is, and what it holds: compiled kernels, eager mode's ops,
+    /// the GEMM registry's decisions.
+    Info,
+    /// Removes compiled kernels and eager ops (each is compiled again when
+    /// a model needs it); the GEMM registry's decisions are kept (they are
+    /// timings of this machine, measured again only with --gemm-registry).
+    Clean {
+        /// Only what is older than this many days (by its file's time).
+        #[arg(long)]
+        older_than: Option<u64>,
+        /// Removes the GEMM registry's decisions too: every shape's
+        /// candidates are timed again on its next use.
+        #[arg(long)]
+        gemm_registry: bool,
     },
 }
 
@@ -906,7 +932,7 @@ fn regular_inputs(command: &Command) -> Result<()> {
             inputs.extend(checkpoint.as_deref().map(|p| (p, "--checkpoint")));
             inputs.extend(data.iter().map(|p| (p.as_path(), "--data")));
         }
-        Command::Runs { .. } | Command::Propose { .. } => {}
+        Command::Runs { .. } | Command::Propose { .. } | Command::Cache { .. } => {}
     }
     for (path, what) in inputs {
         aicf_compiler::train::refuse_special_file(path).map_err(|e| format!("{what} {}: {e}", path.display()))?;
@@ -1446,6 +1472,7 @@ fn main() {
                 })
         }
         Command::Runs { what, runs_db } => runs(what, runs_db),
+        Command::Cache { what } => cache(what),
         Command::Propose { data, task, budget, structure, neighbours, next, output, policy, json, runs_db, force } => {
             propose(
                 &data,
@@ -4564,6 +4591,103 @@ fn bench(
     if let Some(path) = trace {
         aicf_compiler::train::report::write_trace(path, &backend.device(), &events).map_err(|e| e.to_string())?;
         println!("trace of {steps} steps: {}", path.display());
+    }
+    Ok(())
+}
+
+/// The cache's parts that `aicf cache clean` removes: compiled kernels
+/// and eager mode's ops.
+const CACHE_PARTS: [&str; 2] = ["kernels", "eager"];
+
+/// The files of `dir` (its entries, each counted whole), their bytes, and
+/// those of each entry older than `before` (all where `None`).
+fn cache_entries(dir: &Path, before: Option<std::time::SystemTime>) -> (u64, u64, Vec<(PathBuf, u64)>) {
+    fn bytes(p: &Path) -> u64 {
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if m.is_dir() => std::fs::read_dir(p).map_or(0, |d| d.flatten().map(|e| bytes(&e.path())).sum()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        }
+    }
+    let (mut count, mut total, mut old) = (0, 0, Vec::new());
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let size = bytes(&e.path());
+        count += 1;
+        total += size;
+        let modified = e.metadata().and_then(|m| m.modified()).ok();
+        if before.is_none_or(|b| modified.is_some_and(|m| m < b)) {
+            old.push((e.path(), size));
+        }
+    }
+    (count, total, old)
+}
+
+/// `aicf cache info|clean`.
+fn cache(what: CacheCommand) -> Result<()> {
+    let dir = aicf_runtime::registry::cache_dir()
+        .ok_or("no cache directory: HOME is unset or not absolute, and AICF_CACHE_DIR is not given")?;
+    let human = |b: u64| {
+        if b >= 1 << 30 {
+            format!("{:.1} GB", b as f64 / (1u64 << 30) as f64)
+        } else {
+            format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
+        }
+    };
+    let registry = dir.join("gemm-registry.json");
+    match what {
+        CacheCommand::Info => {
+            println!("{}", dir.display());
+            for part in CACHE_PARTS {
+                let (count, total, _) = cache_entries(&dir.join(part), None);
+                let what = if part == "kernels" { "compiled kernels" } else { "eager mode's compiled ops" };
+                println!("  {part}/: {count} entries, {} ({what})", human(total));
+            }
+            // (Each decision has a line of its times beside it.)
+            let decisions = std::fs::read_to_string(&registry)
+                .ok()
+                .and_then(|t| serde_json::from_str::<std::collections::BTreeMap<String, String>>(&t).ok())
+                .map(|d| d.keys().filter(|k| !k.ends_with(" (ms)")).count());
+            match decisions {
+                Some(n) => println!("  gemm-registry.json: {n} GEMM decisions of this machine"),
+                None if registry.exists() => println!("  gemm-registry.json: does not read (it is measured anew)"),
+                None => println!("  gemm-registry.json: none yet"),
+            }
+        }
+        CacheCommand::Clean { older_than, gemm_registry } => {
+            let before = match older_than {
+                Some(days) => Some(
+                    std::time::SystemTime::now()
+                        .checked_sub(std::time::Duration::from_secs(days.saturating_mul(86_400)))
+                        .unwrap_or(std::time::UNIX_EPOCH),
+                ),
+                None => None,
+            };
+            let (mut removed, mut freed, mut failed) = (0usize, 0u64, Vec::new());
+            for part in CACHE_PARTS {
+                for (path, size) in cache_entries(&dir.join(part), before).2 {
+                    let gone = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+                    match gone {
+                        Ok(()) => (removed, freed) = (removed + 1, freed + size),
+                        // (Another process's removal first is no failure.)
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => failed.push(format!("{}: {e}", path.display())),
+                    }
+                }
+            }
+            if gemm_registry {
+                match std::fs::remove_file(&registry) {
+                    Ok(()) => println!("removed {} (GEMM candidates are timed again)", registry.display()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => failed.push(format!("{}: {e}", registry.display())),
+                }
+            }
+            let older =
+                older_than.map_or(String::new(), |d| format!(" older than {d} day{}", if d == 1 { "" } else { "s" }));
+            println!("removed {removed} cache entries{older}, {} in {}", human(freed), dir.display());
+            if !failed.is_empty() {
+                return Err(format!("not removed: {}", failed.join("; ")));
+            }
+        }
     }
     Ok(())
 }
