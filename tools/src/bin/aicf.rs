@@ -754,6 +754,8 @@ enum CacheCommand {
     /// Removes compiled kernels and eager ops (each is compiled again when
     /// a model needs it); the GEMM registry's decisions are kept (they are
     /// timings of this machine, measured again only with --gemm-registry).
+    /// Best run when no aicf is compiling: one compiling then may fail,
+    /// and compiles again when run again.
     Clean {
         /// Only what is older than this many days (by its file's time).
         #[arg(long)]
