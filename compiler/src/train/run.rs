@@ -209,6 +209,11 @@ pub struct RunOptions {
     /// `best.safetensors` in the checkpoint directory, kept with or
     /// without this.
     pub early_stop: Option<usize>,
+    /// A checkpoint every this many steps inside an epoch too (each
+    /// epoch's end saves as ever): a resume of it goes on inside the epoch
+    /// on the uninterrupted run's bits, so a long epoch (a language model's
+    /// text) is not lost whole to a kill. Needs `checkpoint_dir`.
+    pub save_every: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -232,6 +237,7 @@ impl Default for RunOptions {
             runs_db: None,
             flops_budget: None,
             early_stop: None,
+            save_every: None,
         }
     }
 }
@@ -308,6 +314,13 @@ impl Summary {
 /// Checks what does not need the model compiled.
 fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     let bad = |m: String| Err(TrainError::Input(m));
+    match run.save_every {
+        Some(0) => return bad("--save-every 0: a checkpoint every 1 step or more".into()),
+        Some(n) if run.checkpoint_dir.is_none() => {
+            return bad(format!("--save-every {n} saves into --checkpoint-dir, and none is given"));
+        }
+        _ => {}
+    }
     // (0 is a rate: the parameters stay, as PyTorch's lr=0, while a batch
     // norm's running statistics follow the data; it was refused.)
     if !run.lr.is_finite() || run.lr < 0.0 {
@@ -3138,7 +3151,9 @@ impl<'a> Loop<'a> {
     /// The checkpoint it replaces stays as `prev`. Not where the epoch has
     /// no new step, nor in a replay of an earlier checkpoint (it would
     /// replace the directory's later one). Whether the directory holds it
-    /// (rank 0 writes it; every replica stops at the same step).
+    /// (rank 0 writes it; every replica stops at the same step). `what`
+    /// names the checkpoint in a note (the stop's, `--save-every`'s).
+    #[allow(clippy::too_many_arguments)]
     fn save_inside(
         &mut self,
         epoch: usize,
@@ -3147,6 +3162,7 @@ impl<'a> Loop<'a> {
         run: &RunOptions,
         writes: bool,
         report: &mut dyn Report,
+        what: &str,
     ) -> bool {
         let Some(path) = checkpoint else { return false };
         let held = self.held_within.filter(|w| w.0 == epoch).map_or(0, |w| w.1);
@@ -3158,7 +3174,7 @@ impl<'a> Loop<'a> {
         }
         // (Another run that claimed the directory keeps it.)
         if let Err(e) = self.reclaim_directory(path) {
-            report.note(&format!("the stop's checkpoint inside epoch {epoch} was not written: {e}"));
+            report.note(&format!("{what} inside epoch {epoch} was not written: {e}"));
             return false;
         }
         self.within = Some(within);
@@ -3170,8 +3186,8 @@ impl<'a> Loop<'a> {
                 let steps = self.adaptive.trainer().steps().to_string();
                 let written = aicf_runtime::checkpoint::read_metadata(path)
                     .is_ok_and(|m| m.contains_key(WITHIN_KEYS[0]) && m.get("step") == Some(&steps));
-                let what = if written { "was written, but" } else { "was not written:" };
-                report.note(&format!("the stop's checkpoint inside epoch {epoch} {what} {e}"));
+                let how = if written { "was written, but" } else { "was not written:" };
+                report.note(&format!("{what} inside epoch {epoch} {how} {e}"));
                 written
             }
         }
@@ -3820,7 +3836,8 @@ impl<'a> Loop<'a> {
                     // (The rows before batch b, whole global batches: what
                     // the loss sum is over may be fewer, after a rollback.)
                     let within = Within { batch: b, rng: epoch_rng, loss_sum, rows: b * global, loss_rows: count };
-                    let inside = self.save_inside(epoch, within, checkpoint, run, writes, report);
+                    let inside =
+                        self.save_inside(epoch, within, checkpoint, run, writes, report, "the stop's checkpoint");
                     return Err(self.interrupted(epoch, b, steps_per_epoch, checkpoint, inside));
                 }
                 // This replica's shard of the global batch (its
@@ -3947,6 +3964,25 @@ impl<'a> Loop<'a> {
                                 });
                             }
                             break;
+                        }
+                        // --save-every: a checkpoint inside the epoch, as a
+                        // stop writes one (the epoch's end saves as ever).
+                        if let Some(n) = run.save_every
+                            && b + 1 < chunks.len()
+                            && self.adaptive.trainer().steps().is_multiple_of(n)
+                        {
+                            let within = Within {
+                                batch: b + 1,
+                                rng: epoch_rng,
+                                loss_sum,
+                                rows: (b + 1) * global,
+                                loss_rows: count,
+                            };
+                            let what = format!("--save-every {n}'s checkpoint");
+                            suspend(bar.as_ref(), || {
+                                self.save_inside(epoch, within, checkpoint, run, writes, report, &what);
+                            });
+                            self.within = None;
                         }
                     }
                     Outcome::RolledBack(_, to) => {

@@ -35,3 +35,15 @@
 // EVALPINNED: loss
 // RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/whole/ck --gemm cublaslt --tokens 4 --out %t/sample 2>&1 | FileCheck %s --check-prefix=BADGEMM
 // BADGEMM: aicf: error: --gemm cublaslt: not a GEMM candidate of this device
+// --save-every N saves inside the epoch too: a run killed (SIGKILL) after
+// such a save resumes inside its epoch and ends on the uninterrupted run's
+// bits (a kill lost the whole epoch, a language model's text, before).
+// RUN: AICF_CACHE_DIR=%t/cache6 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 640 --eval-windows 8 --no-progress --epochs 2 --gemm generated --out %t/straight --checkpoint-dir %t/straight/ck --no-runs-db > /dev/null
+// RUN: python3 %S/inputs/kill_inside_epoch.py %t/killed/ck/last.safetensors -- aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 640 --eval-windows 8 --no-progress --epochs 2 --gemm generated --save-every 5 --out %t/killed --checkpoint-dir %t/killed/ck --no-runs-db | FileCheck %s --check-prefix=KILLED
+// KILLED: killed inside epoch {{[12]}} at step {{[0-9]*[05]}}
+// RUN: AICF_CACHE_DIR=%t/cache6 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --resume --out %t/killed --checkpoint-dir %t/killed/ck --no-runs-db | FileCheck %s --check-prefix=INSIDE
+// INSIDE: resumed from {{.*}}last.safetensors at epoch {{[12]}} (step {{[0-9]*[05]}})
+// RUN: python3 %S/inputs/same_tensors.py %t/straight/ck/last.safetensors %t/killed/ck/last.safetensors | FileCheck %s --check-prefix=SAMEAFTERKILL
+// SAMEAFTERKILL: 0 of {{[0-9]+}} tensors differ
+// RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --save-every 5 --out %t/nodir --no-runs-db 2>&1 | FileCheck %s --check-prefix=NODIR
+// NODIR: aicf: error: --save-every 5 saves into --checkpoint-dir, and none is given

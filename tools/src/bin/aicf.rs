@@ -525,6 +525,12 @@ enum Command {
         /// `<checkpoint-dir>/best.safetensors`, kept with or without this.
         #[arg(long, value_name = "EPOCHS")]
         early_stop: Option<usize>,
+        /// A checkpoint every this many steps inside an epoch too (into
+        /// --checkpoint-dir; each epoch's end saves as ever): a kill then
+        /// loses at most these steps, not a long epoch, and `--resume` goes
+        /// on inside the epoch, bit for bit.
+        #[arg(long, value_name = "STEPS")]
+        save_every: Option<u64>,
     },
     /// The run registry: every `aicf train` run, its model's structure, its
     /// problem, its held-out loss against FLOPs, its decisions.
@@ -1120,6 +1126,7 @@ fn main() {
             no_runs_db,
             flops_budget,
             early_stop,
+            save_every,
         } => {
             if let Err(e) = no_loss_to_train(&compile) {
                 eprintln!("aicf: error: {e}");
@@ -1435,6 +1442,7 @@ fn main() {
                 runs_db,
                 flops_budget,
                 early_stop,
+                save_every,
             };
             train(&compile, &device, &data, run, gemm)
         }
