@@ -323,7 +323,7 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     }
     // (0 is a rate: the parameters stay, as PyTorch's lr=0, while a batch
     // norm's running statistics follow the data; it was refused.)
-    if !run.lr.is_finite() || run.lr < 0.0 {
+    if !run.lr.is_finite() || run.lr < 0.0 || run.lr.is_sign_negative() {
         return bad(format!("the learning rate {} is not a finite number of at least 0", run.lr));
     }
     if run.lr != 0.0 && (run.lr as f32) == 0.0 {
@@ -839,6 +839,8 @@ const ACCUMULATE_KEY: &str = "accumulate";
 /// resume without the flag goes on with it, so that its bits are an
 /// uninterrupted run's.
 pub const GEMM_KEY: &str = "gemm";
+/// The `--save-every` of the run that saved a checkpoint.
+pub const SAVE_EVERY_KEY: &str = "save_every";
 
 /// The micro-batches a step of `checkpoint`'s run took (`--accumulate`;
 /// `None` where its record has none, a checkpoint of before 2026-12-05):
@@ -3173,9 +3175,13 @@ impl<'a> Loop<'a> {
             return true;
         }
         // (Another run that claimed the directory keeps it.)
-        if let Err(e) = self.reclaim_directory(path) {
-            report.note(&format!("{what} inside epoch {epoch} was not written: {e}"));
-            return false;
+        match self.reclaim_directory(path) {
+            Ok(Some(note)) => report.note(&note),
+            Ok(None) => {}
+            Err(e) => {
+                report.note(&format!("{what} inside epoch {epoch} was not written: {e}"));
+                return false;
+            }
         }
         self.within = Some(within);
         match self.save(path, epoch, run) {
@@ -3276,6 +3282,11 @@ impl<'a> Loop<'a> {
         }
         if let Some(g) = &trainer.options().gemm {
             meta.insert(GEMM_KEY.into(), g.clone());
+        }
+        // (A bare resume goes on saving as often: the flag is for runs
+        // that are killed, and a kill's next step is a bare resume.)
+        if let Some(n) = run.save_every {
+            meta.insert(SAVE_EVERY_KEY.into(), n.to_string());
         }
         if self.schedule_shift != 0 {
             meta.insert(SCHEDULE_SHIFT_KEY.into(), self.schedule_shift.to_string());

@@ -47,3 +47,8 @@
 // SAMEAFTERKILL: 0 of {{[0-9]+}} tensors differ
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --save-every 5 --out %t/nodir --no-runs-db 2>&1 | FileCheck %s --check-prefix=NODIR
 // NODIR: aicf: error: --save-every 5 saves into --checkpoint-dir, and none is given
+// A bare resume goes on saving as often (the checkpoint records
+// --save-every): the flag is for runs that are killed, whose next step is
+// a bare resume.
+// RUN: python3 -c "import json, struct, sys; b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; print('save_every', json.loads(b[8:8 + n])['__metadata__'].get('save_every'))" %t/killed/ck/last.safetensors | FileCheck %s --check-prefix=KEPTEVERY
+// KEPTEVERY: save_every 5

@@ -1137,7 +1137,7 @@ fn main() {
             // fp32, was refused as another precision than the checkpoint's).
             // So does --accumulate (a resume at another global batch was
             // noted, and went on at the default's).
-            let (mut compile, mut gemm) = (compile, gemm);
+            let (mut compile, mut gemm, mut save_every) = (compile, gemm, save_every);
             // (Its resume check compares the clipping: 0 is none there too.)
             compile.clip_norm = compile.clip_norm();
             let checkpoint = resume_from
@@ -1261,6 +1261,9 @@ fn main() {
                         && let Some(v) = number("val_split")
                     {
                         val_split = v;
+                    }
+                    if save_every.is_none() {
+                        save_every = recorded(aicf_compiler::train::run::SAVE_EVERY_KEY).and_then(|v| v.parse().ok());
                     }
                     // A run pinned to one GEMM candidate stays pinned (its
                     // resume timed the candidates and changed its bits); one
@@ -4006,6 +4009,11 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     let (model, graph_loss) = hl_model_ordered(c, &import_dir, Say::Stdout)?;
     let data = &data_in_loss_order(data, graph_loss.as_ref());
     let options = Options { gemm, ..options(c, d, run.seed, &run.out)? };
+    if matches!(c.optimizer, Optimizer::Adamw) && c.weight_decay.is_none() && rank == 0 {
+        println!(
+            "note: --optimizer adamw decays the weights by 0.01 (torch.optim.AdamW's default; --weight-decay 0 for none)"
+        );
+    }
     if run.lr == 0.0 && rank == 0 {
         println!(
             "note: --lr 0: the parameters stay as they are (a batch norm's running statistics still follow the \
@@ -4325,7 +4333,7 @@ fn bench(
     if steps > MAX_STEPS {
         return Err(format!("--steps {steps}: at most {MAX_STEPS}"));
     }
-    if !lr.is_finite() || lr < 0.0 {
+    if !lr.is_finite() || lr < 0.0 || lr.is_sign_negative() {
         return Err(format!("the learning rate {lr} is not a finite number of at least 0"));
     }
     if lr != 0.0 && (lr as f32) == 0.0 {
@@ -4609,6 +4617,10 @@ fn bench(
 /// and eager mode's ops.
 const CACHE_PARTS: [&str; 2] = ["kernels", "eager"];
 
+/// What `aicf cache clean` leaves: entries written in the last minutes,
+/// which a compile at work may hold.
+const CACHE_IN_USE_SECONDS: u64 = 300;
+
 /// The files of `dir` (its entries, each counted whole), their bytes, and
 /// those of each entry older than `before` (all where `None`).
 fn cache_entries(dir: &Path, before: Option<std::time::SystemTime>) -> (u64, u64, Vec<(PathBuf, u64)>) {
@@ -4636,13 +4648,25 @@ fn cache_entries(dir: &Path, before: Option<std::time::SystemTime>) -> (u64, u64
 fn cache(what: CacheCommand) -> Result<()> {
     let dir = aicf_runtime::registry::cache_dir()
         .ok_or("no cache directory: HOME is unset or not absolute, and AICF_CACHE_DIR is not given")?;
-    let human = |b: u64| {
-        if b >= 1 << 30 {
-            format!("{:.1} GB", b as f64 / (1u64 << 30) as f64)
-        } else {
-            format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
-        }
+    let human = |b: u64| match b {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b => format!("{:.1} KiB", b as f64 / 1024.0),
     };
+    // (A file in its place, or a directory that cannot be read, is said:
+    // it read as an empty cache.)
+    if let Ok(m) = std::fs::metadata(&dir)
+        && !m.is_dir()
+    {
+        return Err(format!("{}: the cache is not a directory", dir.display()));
+    }
+    for part in CACHE_PARTS {
+        if let Err(e) = std::fs::read_dir(dir.join(part))
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(format!("{}: {e}", dir.join(part).display()));
+        }
+    }
     let registry = dir.join("gemm-registry.json");
     match what {
         CacheCommand::Info => {
@@ -4664,14 +4688,14 @@ fn cache(what: CacheCommand) -> Result<()> {
             }
         }
         CacheCommand::Clean { older_than, gemm_registry } => {
-            let before = match older_than {
-                Some(days) => Some(
-                    std::time::SystemTime::now()
-                        .checked_sub(std::time::Duration::from_secs(days.saturating_mul(86_400)))
-                        .unwrap_or(std::time::UNIX_EPOCH),
-                ),
-                None => None,
-            };
+            // (Nothing written in the last minutes: a compile at work now
+            // holds it, and failed when it went.)
+            let now = std::time::SystemTime::now();
+            let ago =
+                |secs: u64| now.checked_sub(std::time::Duration::from_secs(secs)).unwrap_or(std::time::UNIX_EPOCH);
+            let before = Some(ago(older_than
+                .map_or(CACHE_IN_USE_SECONDS, |d| d.saturating_mul(86_400))
+                .max(CACHE_IN_USE_SECONDS)));
             let (mut removed, mut freed, mut failed) = (0usize, 0u64, Vec::new());
             for part in CACHE_PARTS {
                 for (path, size) in cache_entries(&dir.join(part), before).2 {
@@ -4691,8 +4715,10 @@ fn cache(what: CacheCommand) -> Result<()> {
                     Err(e) => failed.push(format!("{}: {e}", registry.display())),
                 }
             }
-            let older =
-                older_than.map_or(String::new(), |d| format!(" older than {d} day{}", if d == 1 { "" } else { "s" }));
+            let older = older_than
+                .map_or(" (all but those of the last 5 minutes, which a compile may hold)".to_string(), |d| {
+                    format!(" older than {d} day{}", if d == 1 { "" } else { "s" })
+                });
             println!("removed {removed} cache entries{older}, {} in {}", human(freed), dir.display());
             if !failed.is_empty() {
                 return Err(format!("not removed: {}", failed.join("; ")));
