@@ -1108,6 +1108,13 @@ impl Runs {
         let this_host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
         self.immediate(|| {
             let mut out = Vec::new();
+            // (A registry of an earlier AICF has no tags or notes tables.)
+            let mut tables = vec!["curve", "decisions"];
+            for t in ["tags", "notes"] {
+                if self.has_table(t)? {
+                    tables.push(t);
+                }
+            }
             for &id in ids {
                 self.known(id)?;
                 let (status, pid, host, started, settings): (String, Option<i64>, Option<String>, String, String) =
@@ -1129,10 +1136,8 @@ impl Runs {
                     });
                 }
                 let dir = serde_json::from_str::<Settings>(&settings).ok().and_then(|s| s.checkpoint_dir);
-                for table in ["curve", "decisions", "tags", "notes"] {
-                    if self.has_table(table)? {
-                        self.conn.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [id]).map_err(&err)?;
-                    }
+                for table in &tables {
+                    self.conn.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [id]).map_err(&err)?;
                 }
                 self.conn.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(&err)?;
                 out.push((id, dir));

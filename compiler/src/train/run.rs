@@ -3524,16 +3524,17 @@ impl<'a> Loop<'a> {
                 self.data.train_len(),
             ));
         }
+        // A step takes at most every training example (see the note).
+        let batch = global.min(self.data.train_len()).max(1);
         report.started(&Start {
             data: self.data.description.clone(),
             train_examples: self.data.train_len(),
             held_examples: self.data.held_len(),
             text: self.data.is_text(),
-            // A step takes at most every training example (see the note).
-            batch: global.min(self.data.train_len()).max(1),
+            batch,
             steps_per_epoch,
             device,
-            tokens_per_step: self.data.window().map(|w| w * global.min(self.data.train_len()).max(1)),
+            tokens_per_step: self.data.window().map(|w| w * batch),
         });
         if let LrSchedule::Cosine { warmup_steps, .. } | LrSchedule::Wsd { warmup_steps, .. } = run.lr_schedule {
             let step = self.schedule_step(self.adaptive.trainer().steps());

@@ -28,11 +28,12 @@
 // RUN: AICF_CACHE_DIR=%t/cache4 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --resume --threads 1 --out %t/measured --checkpoint-dir %t/measured/ck --no-runs-db 2>&1 | FileCheck %s --check-prefix=REPLAYED
 // REPLAYED-NOT: timing GEMM candidates
 // REPLAYED: final held-out loss
-// eval and sample of a --gemm run run its candidate; another is refused by
-// name.
+// eval and sample of a --gemm run run its candidate (on a fresh cache
+// nothing is timed, so no GEMM decision is written: a measured choice
+// writes one); another is refused by name.
 // RUN: AICF_CACHE_DIR=%t/cache5 aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/whole/ck --eval-windows 8 --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVALPINNED
-// EVALPINNED-NOT: timing GEMM candidates
 // EVALPINNED: loss
+// RUN: test ! -e %t/cache5/gemm-registry.json
 // RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/whole/ck --gemm cublaslt --tokens 4 --out %t/sample 2>&1 | FileCheck %s --check-prefix=BADGEMM
 // BADGEMM: aicf: error: --gemm cublaslt: not a GEMM candidate of this device
 // --save-every N saves inside the epoch too: a run killed (SIGKILL) after

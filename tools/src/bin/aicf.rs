@@ -1270,14 +1270,9 @@ fn main() {
                     // given otherwise is said to.
                     let pinned = recorded(aicf_compiler::train::run::GEMM_KEY);
                     match (&gemm, pinned) {
-                        (None, Some(g)) if check_gemm_flag(Some(g), &device).is_ok() => gemm = Some(g.to_string()),
-                        // (A GPU's candidate, resumed on the CPU.)
-                        (None, Some(g)) => eprintln!(
-                            "aicf: note: {}: the checkpoint's run ran every GEMM with --gemm {g}, which this device \
-                             has not: each GEMM's kernel is the registry's measured choice, so the run does not \
-                             continue bit for bit",
-                            c.display()
-                        ),
+                        // (As eval's: a GPU's candidate resumed on the CPU is
+                        // said, and each GEMM runs the measured choice.)
+                        (None, Some(_)) => gemm = gemm_of_run(None, Some(c), &device).ok().flatten(),
                         (Some(now), was) if was != Some(now.as_str()) => eprintln!(
                             "aicf: note: {}: the checkpoint's run {}; this run uses --gemm {now}, so it does not \
                              continue bit for bit",
