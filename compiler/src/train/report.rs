@@ -67,6 +67,87 @@ pub struct EpochRecord {
     pub loss_scale_start: Option<f64>,
 }
 
+/// One logged step's numbers (`--log-every`, `--eval-every`): a line of
+/// the run's `steps.jsonl`, the curve inside epochs (a language model's
+/// run is often one long epoch, its plot a single point).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StepRecord {
+    /// Steps taken so far (the optimizer's count).
+    pub step: u64,
+    pub epoch: usize,
+    /// The epoch's batches done, of `steps_per_epoch`.
+    pub batch: usize,
+    pub steps_per_epoch: usize,
+    /// Mean training loss over the steps since the last record (each
+    /// batch's mean, weighted by its examples), and how many they are.
+    pub train_loss: f64,
+    pub steps: u64,
+    /// Held-out loss and accuracy where the step was evaluated
+    /// (`--eval-every`; NaN, `null` in JSON, where it was not).
+    #[serde(with = "nan_as_null")]
+    pub val_loss: f64,
+    #[serde(with = "nan_as_null")]
+    pub val_accuracy: f64,
+    /// What the losses are measured in (`nats`, `nats/char`).
+    pub unit: String,
+    /// The learning rate of the record's step.
+    pub lr: f64,
+    /// The wall time of those steps (an evaluation's not counted).
+    pub seconds: f64,
+    pub steps_per_second: f64,
+}
+
+impl StepRecord {
+    /// Where the record stands on the plot's axis of epochs: epoch `e`'s
+    /// record is at `e` (its end), its batch `b`'s at `e - 1 + b / steps`.
+    pub fn at(&self) -> f64 {
+        (self.epoch as f64 - 1.0) + self.batch as f64 / self.steps_per_epoch.max(1) as f64
+    }
+}
+
+/// The step records of `path` (a run's `steps.jsonl`) up to step `through`:
+/// what a resumed run keeps. Lines that do not parse are dropped (the file
+/// is written again from what reads).
+pub fn read_steps(path: &Path, through: u64) -> Vec<StepRecord> {
+    let Ok(bytes) = std::fs::read(path) else { return Vec::new() };
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<StepRecord>(line).ok())
+        .filter(|r| r.step <= through)
+        .collect()
+}
+
+/// Writes `records` to `path` as JSON lines (atomically), or removes the
+/// file where there are none (an earlier run's, which no longer belongs).
+pub fn write_steps(path: &Path, records: &[StepRecord]) -> Result<()> {
+    if records.is_empty() {
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(path)(e.to_string())),
+            _ => Ok(()),
+        };
+    }
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(r).map_err(|e| io(path)(e.to_string()))?);
+        text.push('\n');
+    }
+    write_file(path, text.as_bytes())
+}
+
+/// Appends `record` to `path` (a line at a time: a long run logs often,
+/// and writing the file whole each time grew with its square).
+pub fn append_step(path: &Path, record: &StepRecord) -> Result<()> {
+    use std::io::Write;
+    let mut line = serde_json::to_string(record).map_err(|e| io(path)(e.to_string()))?;
+    line.push('\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .map_err(|e| io(path)(e.to_string()))
+}
+
 mod nan_as_null {
     use serde::{Deserialize, Deserializer, Serializer};
     pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
@@ -115,21 +196,38 @@ pub fn write_metrics(path: &Path, records: &[EpochRecord]) -> Result<()> {
 }
 
 /// The losses (left axis) and the held-out accuracy (right axis, when
-/// there is one) per epoch, as SVG.
-pub fn plot(path: &Path, records: &[EpochRecord]) -> Result<()> {
+/// there is one) per epoch, as SVG; with the step records of
+/// `--log-every` and `--eval-every`, their curve inside the epochs too.
+pub fn plot(path: &Path, records: &[EpochRecord], steps: &[StepRecord]) -> Result<()> {
     let mut svg = String::new();
-    draw(&mut svg, records).map_err(|e| e.to_string()).map_err(|e| io(path)(format!("drawing the plot: {e}")))?;
+    draw(&mut svg, records, steps)
+        .map_err(|e| e.to_string())
+        .map_err(|e| io(path)(format!("drawing the plot: {e}")))?;
     write_file(path, svg.as_bytes())
 }
 
-fn draw<'a>(svg: &'a mut String, records: &[EpochRecord]) -> std::result::Result<(), Box<dyn std::error::Error + 'a>> {
+fn draw<'a>(
+    svg: &'a mut String,
+    records: &[EpochRecord],
+    steps: &[StepRecord],
+) -> std::result::Result<(), Box<dyn std::error::Error + 'a>> {
     let root = SVGBackend::with_string(svg, (720, 400)).into_drawing_area();
     root.fill(&WHITE)?;
-    let last = records.iter().map(|r| r.epoch).max().unwrap_or(1).max(1);
-    let first = records.iter().map(|r| r.epoch).min().unwrap_or(1).min(last);
-    let losses = records.iter().flat_map(|r| [r.train_loss, r.val_loss]).filter(|v| v.is_finite());
+    // The axis spans the epochs' records and the steps' (a run of one
+    // epoch drew on an axis from 1 to 1).
+    let xs = records.iter().map(|r| r.epoch as f64).chain(steps.iter().map(StepRecord::at));
+    let (mut first, mut last) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    if !first.is_finite() {
+        (first, last) = (1.0, 1.0);
+    }
+    let last = if last - first < 1e-9 { first + 1.0 } else { last };
+    let losses = records
+        .iter()
+        .flat_map(|r| [r.train_loss, r.val_loss])
+        .chain(steps.iter().flat_map(|r| [r.train_loss, r.val_loss]))
+        .filter(|v| v.is_finite());
     let top = losses.fold(1e-9f64, f64::max) * 1.05;
-    let unit = records.first().map_or("nats", |r| r.unit.as_str());
+    let unit = records.first().map(|r| r.unit.as_str()).or(steps.first().map(|r| r.unit.as_str())).unwrap_or("nats");
     let accuracy = records.iter().any(|r| r.val_accuracy.is_finite());
     let mut chart = ChartBuilder::on(&root)
         .caption("training", ("sans-serif", 18))
@@ -137,8 +235,8 @@ fn draw<'a>(svg: &'a mut String, records: &[EpochRecord]) -> std::result::Result
         .x_label_area_size(36)
         .y_label_area_size(56)
         .right_y_label_area_size(if accuracy { 56 } else { 0 })
-        .build_cartesian_2d(first as f64..last as f64 + 1e-9, 0.0..top)?
-        .set_secondary_coord(first as f64..last as f64 + 1e-9, 0.0..1.0);
+        .build_cartesian_2d(first..last, 0.0..top)?
+        .set_secondary_coord(first..last, 0.0..1.0);
     let y = if unit.is_empty() { "loss".to_string() } else { format!("loss ({unit})") };
     chart.configure_mesh().x_desc("epoch").y_desc(y).draw()?;
     if accuracy {
@@ -148,24 +246,50 @@ fn draw<'a>(svg: &'a mut String, records: &[EpochRecord]) -> std::result::Result
         records.iter().filter(|r| f(r).is_finite()).map(|r| (r.epoch as f64, f(r))).collect()
     };
     chart
-        .draw_series(LineSeries::new(series(&|r| r.train_loss), BLUE.stroke_width(2)))?
+        .draw_series(LineSeries::new(series(&|r| r.train_loss), BLUE.stroke_width(2)).point_size(3))?
         .label("train loss")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE.stroke_width(2)));
+    // The steps' curve, thinner and lighter, under the epochs'.
+    let by_step = |f: &dyn Fn(&StepRecord) -> f64| -> Vec<(f64, f64)> {
+        steps.iter().filter(|r| f(r).is_finite()).map(|r| (r.at(), f(r))).collect()
+    };
+    let light_blue = RGBColor(120, 170, 230);
+    let train_steps = by_step(&|r| r.train_loss);
+    if !train_steps.is_empty() {
+        chart
+            .draw_series(LineSeries::new(train_steps, light_blue.stroke_width(1)))?
+            .label("train loss (logged steps)")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], light_blue.stroke_width(1)));
+    }
+    let val_steps = by_step(&|r| r.val_loss);
+    if !val_steps.is_empty() {
+        let light_red = RGBColor(235, 120, 120);
+        chart
+            .draw_series(LineSeries::new(val_steps, light_red.stroke_width(1)).point_size(2))?
+            .label("held-out loss (evaluated steps)")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], light_red.stroke_width(1)));
+    }
     let val = series(&|r| r.val_loss);
     if !val.is_empty() {
         chart
-            .draw_series(LineSeries::new(val, RED.stroke_width(2)))?
+            .draw_series(LineSeries::new(val, RED.stroke_width(2)).point_size(3))?
             .label("held-out loss")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED.stroke_width(2)));
     }
     if accuracy {
         let orange = RGBColor(255, 127, 14);
         chart
-            .draw_secondary_series(LineSeries::new(series(&|r| r.val_accuracy), orange.stroke_width(2)))?
+            .draw_secondary_series(LineSeries::new(series(&|r| r.val_accuracy), orange.stroke_width(2)).point_size(3))?
             .label("held-out accuracy")
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], orange.stroke_width(2)));
     }
-    chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw()?;
+    // (Upper right: losses fall away from it.)
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()?;
     root.present()?;
     Ok(())
 }
@@ -260,6 +384,70 @@ mod tests {
             }
             assert!(r.val_accuracy.is_nan());
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Step records append, read back up to a step (a resume's), and are
+    /// drawn: a run of one epoch with them has a curve, not a point.
+    #[test]
+    fn step_records_append_read_back_to_a_step_and_draw() {
+        let dir = std::env::temp_dir().join(format!("aicf-steps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("steps.jsonl");
+        let record = |step: u64, val: f64| StepRecord {
+            step,
+            epoch: 1,
+            batch: step as usize,
+            steps_per_epoch: 40,
+            train_loss: 4.0 - step as f64 * 0.05,
+            steps: 10,
+            val_loss: val,
+            val_accuracy: f64::NAN,
+            unit: "nats/char".into(),
+            lr: 1e-3,
+            seconds: 0.1,
+            steps_per_second: 100.0,
+        };
+        for (step, val) in [(10, f64::NAN), (20, 3.25), (30, f64::NAN), (40, 2.5)] {
+            append_step(&path, &record(step, val)).unwrap();
+        }
+        let all = read_steps(&path, u64::MAX);
+        assert_eq!(all.iter().map(|r| r.step).collect::<Vec<_>>(), [10, 20, 30, 40]);
+        assert!(all[0].val_loss.is_nan() && all[1].val_loss == 3.25);
+        let kept = read_steps(&path, 25);
+        assert_eq!(kept.len(), 2);
+        write_steps(&path, &kept).unwrap();
+        // (As JSON: NaN is not equal to itself.)
+        let json = |r: &[StepRecord]| serde_json::to_string(r).unwrap();
+        assert_eq!(json(&read_steps(&path, u64::MAX)), json(&kept));
+        let epoch = EpochRecord {
+            epoch: 1,
+            step: 40,
+            train_loss: 3.0,
+            val_loss: 2.5,
+            val_accuracy: f64::NAN,
+            unit: "nats/char".into(),
+            seconds: 0.4,
+            steps_per_second: 100.0,
+            params: 1,
+            train_flops: 1.0,
+            lr: 1e-3,
+            lr_applied: None,
+            grad_norm: None,
+            layers: None,
+            loss_scale: None,
+            loss_scale_start: None,
+        };
+        let mut svg = String::new();
+        draw(&mut svg, std::slice::from_ref(&epoch), &all).unwrap();
+        assert!(svg.contains("train loss (logged steps)") && svg.contains("held-out loss (evaluated steps)"));
+        // The steps' curve is a polyline of its 4 points (none was drawn
+        // on an axis from epoch 1 to 1).
+        let lines = svg.matches("<polyline").count();
+        assert!(lines >= 2, "{lines} polylines in {svg}");
+        // No records: the file goes (an earlier run's, stale).
+        write_steps(&path, &[]).unwrap();
+        assert!(!path.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -15,7 +15,7 @@
 
 use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, Trigger, param_count, step_flops};
 use super::data::{DataOptions, Dataset, Role, Signature, Split};
-use super::report::{self, EpochRecord};
+use super::report::{self, EpochRecord, StepRecord};
 use super::{Compiled, Options, TrainError, Trainer};
 use aicf_runtime::collective::{Communicator, Values};
 use aicf_runtime::{RuntimeError, Tensor, artifact::DType};
@@ -214,6 +214,14 @@ pub struct RunOptions {
     /// on the uninterrupted run's bits, so a long epoch (a language model's
     /// text) is not lost whole to a kill. Needs `checkpoint_dir`.
     pub save_every: Option<u64>,
+    /// A line (and a record in the run directory's `steps.jsonl`) every
+    /// this many steps: the mean training loss since the last, the rate,
+    /// the speed; an epoch's own line waits for its end.
+    pub log_every: Option<u64>,
+    /// The held-out loss every this many steps too (in the step's line
+    /// and record), as nanoGPT's `eval_interval`: for a language model's
+    /// long epoch. Each epoch's end is evaluated as ever.
+    pub eval_every: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -238,6 +246,8 @@ impl Default for RunOptions {
             flops_budget: None,
             early_stop: None,
             save_every: None,
+            log_every: None,
+            eval_every: None,
         }
     }
 }
@@ -269,6 +279,8 @@ pub trait Report {
     fn started(&mut self, _start: &Start) {}
     fn resumed(&mut self, _checkpoint: &Path, _epoch: usize, _step: u64) {}
     fn epoch(&mut self, _record: &EpochRecord, _epochs: usize) {}
+    /// A logged step (`--log-every`, `--eval-every`).
+    fn step(&mut self, _record: &StepRecord, _epochs: usize) {}
     /// An adaptive run's decision, summarised.
     fn decision(&mut self, _summary: &str) {}
     /// Something the user should know that does not stop the run.
@@ -314,6 +326,11 @@ impl Summary {
 /// Checks what does not need the model compiled.
 fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     let bad = |m: String| Err(TrainError::Input(m));
+    for (flag, n) in [("--log-every", run.log_every), ("--eval-every", run.eval_every)] {
+        if n == Some(0) {
+            return bad(format!("{flag} 0: every 1 step or more"));
+        }
+    }
     match run.save_every {
         Some(0) => return bad("--save-every 0: a checkpoint every 1 step or more".into()),
         Some(n) if run.checkpoint_dir.is_none() => {
@@ -841,6 +858,13 @@ const ACCUMULATE_KEY: &str = "accumulate";
 pub const GEMM_KEY: &str = "gemm";
 /// The `--save-every` of the run that saved a checkpoint.
 pub const SAVE_EVERY_KEY: &str = "save_every";
+/// Its `--log-every` and `--eval-every` (a bare resume logs as it did).
+pub const LOG_EVERY_KEY: &str = "log_every";
+pub const EVAL_EVERY_KEY: &str = "eval_every";
+/// The files a run writes in its run directory (`--out`).
+const OWN_FILES: [&str; 4] = ["metrics.jsonl", "plot.svg", "decisions.jsonl", STEPS_FILE];
+/// The logged steps' records (`--log-every`, `--eval-every`).
+pub const STEPS_FILE: &str = "steps.jsonl";
 
 /// The micro-batches a step of `checkpoint`'s run took (`--accumulate`;
 /// `None` where its record has none, a checkpoint of before 2026-12-05):
@@ -979,9 +1003,7 @@ fn fit_run(
         }
         // Nor a file this run writes itself (it replaced the final
         // checkpoint, or the metrics the run then named).
-        let own = ["metrics.jsonl", "plot.svg", "decisions.jsonl"]
-            .iter()
-            .any(|f| super::same_path(profile, &run.out.join(f)));
+        let own = OWN_FILES.iter().any(|f| super::same_path(profile, &run.out.join(f)));
         let folder = profile.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let in_checkpoints = run.checkpoint_dir.as_ref().is_some_and(|d| super::same_path(folder, d));
         if own || in_checkpoints {
@@ -1001,7 +1023,7 @@ fn fit_run(
     // The run directory's own files are written where they are: a link
     // there was written through (metrics.jsonl linked to a checkpoint
     // replaced the checkpoint with the metrics).
-    for own in ["metrics.jsonl", "plot.svg", "decisions.jsonl"] {
+    for own in OWN_FILES {
         let path = run.out.join(own);
         let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
         // (Anything else not a file is refused below, where it is written.)
@@ -1980,7 +2002,7 @@ fn note_worse_than_guessing(
 /// replace the file, or the run the registry (with every run in it).
 fn refuse_registry_over_run_files(db: &Path, model: &Path, data: &[PathBuf], run: &RunOptions) -> Result<()> {
     use super::registry::Runs;
-    let own = ["metrics.jsonl", "plot.svg", "decisions.jsonl"].map(|f| run.out.join(f));
+    let own = OWN_FILES.map(|f| run.out.join(f));
     let mut files: Vec<(&Path, &str)> = vec![(model, "the model")];
     files.extend(data.iter().map(|d| (d.as_path(), "the data")));
     files.extend(own.iter().map(|f| (f.as_path(), "a file of the run directory (--out)")));
@@ -2439,6 +2461,27 @@ struct Loop<'a> {
     unwritten: Option<String>,
     /// Decisions printed so far (accepted, rejected and rolled back alike).
     reported_decisions: usize,
+    /// The logged steps' records (`steps.jsonl`, the plot's curve inside
+    /// epochs), and the steps since the last.
+    step_records: Vec<StepRecord>,
+    interval: Interval,
+    /// `steps.jsonl` lacks records (an append failed, a rollback): each
+    /// epoch's end writes it whole until it has them.
+    steps_behind: bool,
+}
+
+/// The steps since the last logged one: their losses and time.
+struct Interval {
+    loss_sum: f64,
+    rows: usize,
+    steps: u64,
+    started: Instant,
+}
+
+impl Interval {
+    fn new() -> Self {
+        Interval { loss_sum: 0.0, rows: 0, steps: 0, started: Instant::now() }
+    }
 }
 
 /// The sizes of the smaller last batches a run's epochs take, each a
@@ -2565,6 +2608,9 @@ impl<'a> Loop<'a> {
             registry_time: std::time::Duration::ZERO,
             plotted: None,
             unwritten: None,
+            step_records: Vec::new(),
+            interval: Interval::new(),
+            steps_behind: false,
             reported_decisions: 0,
         };
         loop_.last_source = loop_.adaptive.trainer().source().to_string();
@@ -3288,6 +3334,11 @@ impl<'a> Loop<'a> {
         if let Some(n) = run.save_every {
             meta.insert(SAVE_EVERY_KEY.into(), n.to_string());
         }
+        for (key, n) in [(LOG_EVERY_KEY, run.log_every), (EVAL_EVERY_KEY, run.eval_every)] {
+            if let Some(n) = n {
+                meta.insert(key.into(), n.to_string());
+            }
+        }
         if self.schedule_shift != 0 {
             meta.insert(SCHEDULE_SHIFT_KEY.into(), self.schedule_shift.to_string());
         }
@@ -3755,11 +3806,20 @@ impl<'a> Loop<'a> {
                 ));
             }
         }
+        // The logged steps a resume continues from (up to its checkpoint's
+        // step); a fresh run's --out loses an earlier run's with its metrics.
+        let steps_path = run.out.join(STEPS_FILE);
+        if resuming {
+            self.step_records = report::read_steps(&steps_path, self.adaptive.trainer().steps());
+        }
+        if writes && (!self.step_records.is_empty() || std::fs::symlink_metadata(&steps_path).is_ok()) {
+            report::write_steps(&steps_path, &self.step_records)?;
+        }
         if writes {
             report::write_metrics(&metrics, &self.records)?;
             // The plot's place taken by a directory (or a pipe) was found
             // after the first epoch had trained.
-            for own in ["plot.svg", "decisions.jsonl"] {
+            for own in ["plot.svg", "decisions.jsonl", STEPS_FILE] {
                 let path = run.out.join(own);
                 // (Through a link too: one to a directory, or to nothing.)
                 let placed = std::fs::symlink_metadata(&path).is_ok();
@@ -3839,6 +3899,8 @@ impl<'a> Loop<'a> {
             }
             let chunks: Vec<&[usize]> = order.chunks(global).collect();
             let mut prepared: Option<Vec<(Vec<Tensor>, f64)>> = None;
+            // A logged step at the epoch's end, awaiting its evaluation.
+            let mut pending_step: Option<StepRecord> = None;
             for (b, chunk) in chunks.iter().enumerate().skip(start_batch) {
                 let step = self.adaptive.trainer().steps();
                 if self.stop_asked(&mut stop_vote)? {
@@ -3943,8 +4005,30 @@ impl<'a> Loop<'a> {
                         // Each batch's mean loss, weighted by its examples.
                         loss_sum += m.loss * chunk.len() as f64;
                         count += chunk.len();
+                        self.interval.loss_sum += m.loss * chunk.len() as f64;
+                        self.interval.rows += chunk.len();
+                        self.interval.steps += 1;
                         if decision.is_some() {
                             self.after_rewrite(run)?;
+                        }
+                        // --log-every, --eval-every: the step's line. Where
+                        // the epoch ends with this step (its last batch, or
+                        // a spent FLOPs budget), its held-out loss is the
+                        // epoch's, evaluated once below.
+                        let now = self.adaptive.trainer().steps();
+                        let due = |n: Option<u64>| n.is_some_and(|n| now.is_multiple_of(n));
+                        if due(run.log_every) || due(run.eval_every) {
+                            let mut record = self.step_record(epoch, b + 1, steps_per_epoch, lr);
+                            let ends = b + 1 == chunks.len()
+                                || run.flops_budget.is_some_and(|budget| self.adaptive.flops >= budget);
+                            if due(run.eval_every) && ends {
+                                pending_step = Some(record);
+                            } else {
+                                if due(run.eval_every) {
+                                    (record.val_loss, record.val_accuracy) = self.evaluate()?;
+                                }
+                                self.log_step(record, run, writes, report, bar.as_ref());
+                            }
                         }
                         // Accepted and rejected rewrites alike.
                         self.report_decisions(bar.as_ref(), report);
@@ -3999,6 +4083,13 @@ impl<'a> Loop<'a> {
                     }
                     Outcome::RolledBack(_, to) => {
                         self.record_decisions(bar.as_ref(), report);
+                        // The logged steps past the one rolled back to go.
+                        let back = self.adaptive.trainer().steps();
+                        if self.step_records.last().is_some_and(|r| r.step > back) {
+                            self.step_records.retain(|r| r.step <= back);
+                            self.steps_behind = true;
+                        }
+                        self.interval = Interval::new();
                         // model.mlir names the model rolled back to.
                         self.after_rewrite(run)?;
                         self.report_decisions(bar.as_ref(), report);
@@ -4018,6 +4109,9 @@ impl<'a> Loop<'a> {
                 }
             }
             start_batch = 0;
+            // (The epoch's end, its evaluation and checkpoint, is not
+            // counted in the next logged step's time.)
+            let epoch_end = Instant::now();
             let (val_loss, val_accuracy) = self.evaluate()?;
             // An epoch whose last steps blew the parameters up shows it
             // here (the held-out loss, or the state itself before a save):
@@ -4082,6 +4176,10 @@ impl<'a> Loop<'a> {
             let improved = evaluated && self.best.is_none_or(|(best, _)| val_loss < best);
             if improved {
                 self.best = Some((val_loss, epoch));
+            }
+            if let Some(mut step) = pending_step.take() {
+                (step.val_loss, step.val_accuracy) = (val_loss, val_accuracy);
+                self.log_step(step, run, writes, report, bar.as_ref());
             }
             suspend(bar.as_ref(), || report.epoch(&record, run.epochs));
             // A registry that failed a write (a full disk) is left alone
@@ -4173,9 +4271,15 @@ impl<'a> Loop<'a> {
             // another disk).
             if writes {
                 let mut failed = report::write_metrics(&metrics, &self.records).err();
+                // (A step record that could not be appended, or one
+                // rolled back: the file is written whole.)
+                if failed.is_none() && self.steps_behind {
+                    failed = report::write_steps(&run.out.join(STEPS_FILE), &self.step_records).err();
+                    self.steps_behind = failed.is_some();
+                }
                 // The curve so far, for a run watched (or stopped) midway.
                 if failed.is_none() && self.plotted.is_none_or(|t| t.elapsed() >= PLOT_EVERY) {
-                    match report::plot(&run.out.join("plot.svg"), &self.records) {
+                    match report::plot(&run.out.join("plot.svg"), &self.records, &self.step_records) {
                         Ok(()) => self.plotted = Some(Instant::now()),
                         Err(e) => failed = Some(e),
                     }
@@ -4221,6 +4325,7 @@ impl<'a> Loop<'a> {
                 }
                 break;
             }
+            self.interval.started += epoch_end.elapsed();
             epoch += 1;
         }
         // The last step's stop check, which every rank started.
@@ -4259,7 +4364,13 @@ impl<'a> Loop<'a> {
             }
         }
         let plot = run.out.join("plot.svg");
-        if writes && let Err(e) = report::plot(&plot, &self.records) {
+        if writes && self.steps_behind {
+            match report::write_steps(&run.out.join(STEPS_FILE), &self.step_records) {
+                Ok(()) => self.steps_behind = false,
+                Err(e) => self.unwritten = Some(e.to_string()),
+            }
+        }
+        if writes && let Err(e) = report::plot(&plot, &self.records, &self.step_records) {
             self.unwritten = Some(e.to_string());
         }
         // (The run's summary is its own: a plot it could not write is no
@@ -4334,6 +4445,53 @@ impl<'a> Loop<'a> {
     /// where the loss takes dropout's seed, the cross-entropy of
     /// `@forward`'s logits)
     /// and accuracy (classifiers), NaN where there is none.
+    /// The record of a step `--log-every` or `--eval-every` logs: the
+    /// steps since the last (not evaluated yet).
+    fn step_record(&self, epoch: usize, batch: usize, steps_per_epoch: usize, lr: f64) -> StepRecord {
+        let seconds = self.interval.started.elapsed().as_secs_f64();
+        StepRecord {
+            step: self.adaptive.trainer().steps(),
+            epoch,
+            batch,
+            steps_per_epoch,
+            train_loss: self.interval.loss_sum / self.interval.rows.max(1) as f64,
+            steps: self.interval.steps,
+            val_loss: f64::NAN,
+            val_accuracy: f64::NAN,
+            unit: self.loss_unit().into(),
+            lr,
+            seconds,
+            steps_per_second: self.interval.steps as f64 / seconds.max(1e-9),
+        }
+    }
+
+    /// Says a logged step, appends it to `steps.jsonl` (rank 0), and
+    /// starts the next interval (after any evaluation: not counted in it).
+    fn log_step(
+        &mut self,
+        record: StepRecord,
+        run: &RunOptions,
+        writes: bool,
+        report: &mut dyn Report,
+        bar: Option<&indicatif::ProgressBar>,
+    ) {
+        suspend(bar, || report.step(&record, run.epochs));
+        if writes && !self.steps_behind {
+            let path = run.out.join(STEPS_FILE);
+            if let Err(e) = report::append_step(&path, &record) {
+                self.steps_behind = true;
+                if self.unwritten.is_none() {
+                    suspend(bar, || {
+                        report.note(&format!("{e}; training goes on, and each epoch writes the records again"))
+                    });
+                    self.unwritten = Some(e.to_string());
+                }
+            }
+        }
+        self.step_records.push(record);
+        self.interval = Interval::new();
+    }
+
     fn evaluate(&mut self) -> Result<(f64, f64)> {
         let batches = self.data.held_out(self.batch);
         if batches.is_empty() {

@@ -22,7 +22,7 @@ use aicf_compiler::{
         Compiled, Options, Trainer,
         data::DataOptions,
         predict,
-        report::EpochRecord,
+        report::{EpochRecord, StepRecord},
         run::{self, LrSchedule, Report, RunOptions, Start},
     },
 };
@@ -531,6 +531,17 @@ enum Command {
         /// on inside the epoch, bit for bit.
         #[arg(long, value_name = "STEPS")]
         save_every: Option<u64>,
+        /// A line every this many steps (and a record in <out>/steps.jsonl,
+        /// drawn in plot.svg): the mean training loss since the last line,
+        /// the rate, the speed. For long epochs (a language model's text),
+        /// whose own line comes at their end.
+        #[arg(long, value_name = "STEPS")]
+        log_every: Option<u64>,
+        /// The held-out loss every this many steps too (in the step's line
+        /// and record), as nanoGPT's eval_interval; each epoch's end is
+        /// evaluated as ever. A text scores --eval-windows windows each time.
+        #[arg(long, value_name = "STEPS")]
+        eval_every: Option<u64>,
     },
     /// The run registry: every `aicf train` run, its model's structure, its
     /// problem, its held-out loss against FLOPs, its decisions.
@@ -1127,6 +1138,8 @@ fn main() {
             flops_budget,
             early_stop,
             save_every,
+            log_every,
+            eval_every,
         } => {
             if let Err(e) = no_loss_to_train(&compile) {
                 eprintln!("aicf: error: {e}");
@@ -1138,6 +1151,7 @@ fn main() {
             // So does --accumulate (a resume at another global batch was
             // noted, and went on at the default's).
             let (mut compile, mut gemm, mut save_every) = (compile, gemm, save_every);
+            let (mut log_every, mut eval_every) = (log_every, eval_every);
             // (Its resume check compares the clipping: 0 is none there too.)
             compile.clip_norm = compile.clip_norm();
             let checkpoint = resume_from
@@ -1264,6 +1278,12 @@ fn main() {
                     }
                     if save_every.is_none() {
                         save_every = recorded(aicf_compiler::train::run::SAVE_EVERY_KEY).and_then(|v| v.parse().ok());
+                    }
+                    if log_every.is_none() {
+                        log_every = recorded(aicf_compiler::train::run::LOG_EVERY_KEY).and_then(|v| v.parse().ok());
+                    }
+                    if eval_every.is_none() {
+                        eval_every = recorded(aicf_compiler::train::run::EVAL_EVERY_KEY).and_then(|v| v.parse().ok());
                     }
                     // A run pinned to one GEMM candidate stays pinned (its
                     // resume timed the candidates and changed its bits); one
@@ -1441,6 +1461,8 @@ fn main() {
                 flops_budget,
                 early_stop,
                 save_every,
+                log_every,
+                eval_every,
             };
             train(&compile, &device, &data, run, gemm)
         }
@@ -3902,18 +3924,35 @@ impl Report for Printer {
             (Some(now), _) => format!("  loss scale {now}"),
             (None, _) => String::new(),
         };
-        // A language model's speed in tokens too.
-        let tokens = self.tokens_per_step.map_or(String::new(), |t| {
-            let per_second = r.steps_per_second * t as f64;
-            if per_second >= 1e4 {
-                format!(", {:.0}k tokens/s", per_second / 1e3)
-            } else {
-                format!(", {per_second:.0} tokens/s")
-            }
-        });
+        let tokens = self.tokens(r.steps_per_second);
         println!(
             "epoch {:>3}/{epochs}  train loss {:.4}  val loss {val}{accuracy}  ({:.2} s, {:.1} steps/s{tokens}){scale}",
             r.epoch, r.train_loss, r.seconds, r.steps_per_second
+        );
+    }
+
+    fn step(&mut self, r: &StepRecord, _epochs: usize) {
+        let unit = if r.unit == "nats" || r.unit.is_empty() { String::new() } else { format!(" {}", r.unit) };
+        let val = if r.val_loss.is_nan() {
+            String::new()
+        } else {
+            let accuracy = if r.val_accuracy.is_nan() {
+                String::new()
+            } else {
+                format!("  val accuracy {}", percent(r.val_accuracy))
+            };
+            format!("  val loss {:.4}{unit}{accuracy}", r.val_loss)
+        };
+        println!(
+            "step {:>6} (epoch {}, {}/{})  train loss {:.4}{val}  lr {:.3e}  ({:.1} steps/s{})",
+            r.step,
+            r.epoch,
+            r.batch,
+            r.steps_per_epoch,
+            r.train_loss,
+            r.lr,
+            r.steps_per_second,
+            self.tokens(r.steps_per_second)
         );
     }
 
@@ -3923,6 +3962,20 @@ impl Report for Printer {
 
     fn note(&mut self, message: &str) {
         println!("note: {message}");
+    }
+}
+
+impl Printer {
+    /// A language model's speed in tokens too.
+    fn tokens(&self, steps_per_second: f64) -> String {
+        self.tokens_per_step.map_or(String::new(), |t| {
+            let per_second = steps_per_second * t as f64;
+            if per_second >= 1e4 {
+                format!(", {:.0}k tokens/s", per_second / 1e3)
+            } else {
+                format!(", {per_second:.0} tokens/s")
+            }
+        })
     }
 }
 
