@@ -2233,7 +2233,7 @@ impl Recorder {
 /// `v<k>.safetensors` (each the last checkpoint of its model version; the
 /// current one's was the last's own), the one at the latest step, and its
 /// epoch.
-fn latest_checkpoint_left(dir: &Path) -> Option<(PathBuf, String)> {
+pub fn latest_checkpoint_left(dir: &Path) -> Option<(PathBuf, String)> {
     let mut candidates = vec![dir.join(PREVIOUS)];
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {

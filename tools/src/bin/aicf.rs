@@ -445,6 +445,13 @@ enum Command {
         /// `--checkpoint-dir` elsewhere, a fork.
         #[arg(long, conflicts_with = "resume")]
         resume_from: Option<PathBuf>,
+        /// Resume where `--checkpoint-dir` holds a checkpoint, else start
+        /// (said which): one command for a job's first launch and its
+        /// restarts (a Slurm requeue, a preempted machine). As Composer's
+        /// autoresume. A directory whose last.safetensors is gone resumes
+        /// from the latest it holds, never starting over it.
+        #[arg(long, requires = "checkpoint_dir", conflicts_with_all = ["resume", "resume_from"])]
+        auto_resume: bool,
         /// Resume even where the learning rate, optimizer, seed, split, data
         /// or model differ from what the checkpoint records (each difference
         /// is printed).
@@ -1121,6 +1128,7 @@ fn main() {
             checkpoint_dir,
             resume,
             resume_from,
+            auto_resume,
             override_resume,
             adapt,
             profile,
@@ -1154,6 +1162,10 @@ fn main() {
             let (mut log_every, mut eval_every) = (log_every, eval_every);
             // (Its resume check compares the clipping: 0 is none there too.)
             compile.clip_norm = compile.clip_norm();
+            let (resume, resume_from) = match checkpoint_dir.as_deref().filter(|_| auto_resume) {
+                Some(dir) => auto_resumed(dir),
+                None => (resume, resume_from),
+            };
             let checkpoint = resume_from
                 .clone()
                 .or_else(|| checkpoint_dir.as_ref().filter(|_| resume).map(|d| d.join("last.safetensors")))
@@ -1358,7 +1370,10 @@ fn main() {
                     eprintln!("aicf: error: {e}");
                     std::process::exit(1);
                 }
-                std::process::exit(launch_mpirun(n));
+                // (--auto-resume decided here, once: the ranks take the
+                // decision, not each its own look at the directory.)
+                let decided = auto_resume.then(|| (resume, resume_from.clone()));
+                std::process::exit(launch_mpirun(n, decided));
             }
             let runs_db =
                 if no_runs_db { None } else { runs_db.or_else(aicf_compiler::train::registry::Runs::default_path) };
@@ -1394,7 +1409,7 @@ fn main() {
                 std::process::exit(1);
             }
             // Settings that would do nothing are refused, not ignored.
-            if override_resume && !resume && resume_from.is_none() {
+            if override_resume && !resume && resume_from.is_none() && !auto_resume {
                 eprintln!(
                     "aicf: error: --override-resume goes with --resume or --resume-from (it lets a resume differ)"
                 );
@@ -2061,8 +2076,10 @@ fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 }
 
 /// Runs this command again under `mpirun -n n` with --data-parallel (and
-/// without --nproc), and returns its exit status.
-fn launch_mpirun(n: usize) -> i32 {
+/// without --nproc), and returns its exit status. `auto_resumed`: what
+/// --auto-resume decided (`--resume`, `--resume-from`, or neither), which
+/// the ranks are given in its place.
+fn launch_mpirun(n: usize, auto_resumed: Option<(bool, Option<PathBuf>)>) -> i32 {
     if n == 0 {
         eprintln!("aicf: error: --nproc 0: at least one process");
         return 2;
@@ -2111,10 +2128,15 @@ fn launch_mpirun(n: usize) -> i32 {
             skip = true;
             continue;
         }
-        if a.starts_with("--nproc=") {
+        if a.starts_with("--nproc=") || (a == "--auto-resume" && auto_resumed.is_some()) {
             continue;
         }
         args.push(a);
+    }
+    match auto_resumed {
+        Some((true, _)) => args.push("--resume".into()),
+        Some((false, Some(from))) => args.extend(["--resume-from".into(), from.display().to_string()]),
+        _ => {}
     }
     if !args.iter().any(|a| a == "--data-parallel") {
         args.push("--data-parallel".into());
@@ -3830,6 +3852,37 @@ fn run_compile(
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing the IR: {e}")),
         _ => Ok(()),
     }
+}
+
+/// `--auto-resume` into `dir`: a resume (`--resume`) where it holds
+/// `last.safetensors` (or something in its place, which the run names),
+/// or where another run is writing its first (the run says so); from the
+/// latest checkpoint it holds where the last is gone (a fresh run would
+/// write over it); else a fresh run. Each said.
+fn auto_resumed(dir: &Path) -> (bool, Option<PathBuf>) {
+    // (Under mpirun each rank decides alike: none can have saved before all
+    // have, since a checkpoint follows a step that all take. Rank 0 says.)
+    let says = collective::launcher_rank() == 0;
+    let last = dir.join("last.safetensors");
+    if std::fs::symlink_metadata(&last).is_ok() {
+        return (true, None);
+    }
+    if let Some((previous, epoch)) = aicf_compiler::train::run::latest_checkpoint_left(dir) {
+        if says {
+            println!(
+                "note: --auto-resume: {} is not there; {} holds epoch {epoch}: the run goes on from it",
+                last.display(),
+                previous.display()
+            );
+        }
+        return (false, Some(previous));
+    }
+    let busy = std::fs::File::open(dir.join(".lock"))
+        .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)));
+    if !busy && says {
+        println!("note: --auto-resume: {} holds no checkpoint yet: the run starts afresh", dir.display());
+    }
+    (busy, None)
 }
 
 /// What a run says of a model it compiled (or found compiled).

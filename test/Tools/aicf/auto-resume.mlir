@@ -1,0 +1,34 @@
+// --auto-resume: one command for a job's first launch and its restarts (a
+// Slurm requeue, a preempted machine). It resumes where --checkpoint-dir
+// holds a checkpoint and starts afresh where it holds none, saying which;
+// a directory whose last.safetensors is gone resumes from the latest it
+// holds (a fresh run would have written over it). Under --nproc the
+// launcher decides once, for every rank.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --auto-resume --checkpoint-dir %t/ck --out %t/out --no-runs-db --no-progress | FileCheck %s --check-prefix=FIRST
+// FIRST: note: --auto-resume: {{.*}}ck holds no checkpoint yet: the run starts afresh
+// FIRST: epoch   1/1
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --auto-resume --checkpoint-dir %t/ck --out %t/out --no-runs-db --no-progress | FileCheck %s --check-prefix=AGAIN
+// AGAIN-NOT: note: --auto-resume
+// AGAIN: resumed from {{.*}}ck/last.safetensors at epoch 1
+// AGAIN: epoch   2/2
+// The same command once the run is done trains nothing, and says so.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --auto-resume --checkpoint-dir %t/ck --out %t/out --no-runs-db --no-progress | FileCheck %s --check-prefix=DONE
+// DONE: nothing to train
+// RUN: mv %t/ck/last.safetensors %t/last.safetensors
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --auto-resume --checkpoint-dir %t/ck --out %t/out --no-runs-db --no-progress | FileCheck %s --check-prefix=GONE
+// GONE: note: --auto-resume: {{.*}}last.safetensors is not there; {{.*}}.safetensors holds epoch 2: the run goes on from it
+// GONE: epoch   3/3
+// Under --nproc: one note, from the launcher; the ranks resume together.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --auto-resume --nproc 2 --checkpoint-dir %t/dp --out %t/dpout --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=DPFIRST
+// DPFIRST: note: --auto-resume: {{.*}}dp holds no checkpoint yet: the run starts afresh
+// DPFIRST-NOT: note: --auto-resume
+// DPFIRST: epoch   1/1
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --auto-resume --nproc 2 --checkpoint-dir %t/dp --out %t/dpout --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=DPAGAIN
+// DPAGAIN: resumed from {{.*}}dp/last.safetensors at epoch 1
+// DPAGAIN: epoch   2/2
+// It needs a checkpoint directory, and is no --resume beside one.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --auto-resume --out %t/x 2>&1 | FileCheck %s --check-prefix=NODIR
+// NODIR: --checkpoint-dir
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --auto-resume --resume --checkpoint-dir %t/ck --out %t/x 2>&1 | FileCheck %s --check-prefix=BOTH
+// BOTH: cannot be used with
