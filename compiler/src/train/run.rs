@@ -277,7 +277,9 @@ pub trait Report {
     /// The model was compiled (or found compiled) for this batch size.
     fn compiled(&mut self, _model: &Path, _compiled: &Compiled) {}
     fn started(&mut self, _start: &Start) {}
-    fn resumed(&mut self, _checkpoint: &Path, _epoch: usize, _step: u64) {}
+    /// `within`: the epoch's batches done, where the checkpoint was saved
+    /// inside `epoch` (`--save-every`, a stop, a FLOPs budget).
+    fn resumed(&mut self, _checkpoint: &Path, _epoch: usize, _step: u64, _within: Option<usize>) {}
     fn epoch(&mut self, _record: &EpochRecord, _epochs: usize) {}
     /// A logged step (`--log-every`, `--eval-every`).
     fn step(&mut self, _record: &StepRecord, _epochs: usize) {}
@@ -2411,8 +2413,10 @@ struct Loop<'a> {
     versions: BTreeMap<String, usize>,
     /// The run's first loss, which divergence is measured against.
     reference_loss: Option<f64>,
-    /// The epoch of the last checkpoint written (or resumed from).
+    /// The epoch of the last checkpoint written (or resumed from), and
+    /// its batches done where it was saved inside the epoch.
     saved_epoch: Option<usize>,
+    saved_within: Option<usize>,
     /// The lowest held-out loss so far and its epoch (of the checkpoint's
     /// run too, on a resume): `best.safetensors`, early stopping's mark.
     best: Option<(f64, usize)>,
@@ -2590,6 +2594,7 @@ impl<'a> Loop<'a> {
             versions: BTreeMap::new(),
             reference_loss: None,
             saved_epoch: None,
+            saved_within: None,
             last_is_good: false,
             best: None,
             carried_policy: None,
@@ -2941,7 +2946,8 @@ impl<'a> Loop<'a> {
             self.last_is_good = super::same_path(path, &dir.join("last.safetensors"));
         }
         self.saved_epoch = Some(epoch);
-        report.resumed(path, epoch, field("step")?);
+        self.saved_within = self.held_within.map(|(_, batch)| batch);
+        report.resumed(path, epoch, field("step")?, self.saved_within);
         Ok(())
     }
 
@@ -3218,6 +3224,8 @@ impl<'a> Loop<'a> {
             return false;
         }
         if !writes {
+            // (Rank 0 saved it: what a replica's message names.)
+            (self.saved_epoch, self.saved_within) = (Some(epoch), Some(within.batch));
             return true;
         }
         // (Another run that claimed the directory keeps it.)
@@ -3250,7 +3258,11 @@ impl<'a> Loop<'a> {
     fn kept_checkpoint(&self, checkpoint: Option<&Path>) -> String {
         match (checkpoint, self.saved_epoch) {
             (Some(path), Some(epoch)) => {
-                format!("the last good checkpoint, {} (epoch {epoch}), is kept", path.display())
+                let at = match self.saved_within {
+                    Some(batch) => format!("inside epoch {epoch}, after its batch {batch}"),
+                    None => format!("epoch {epoch}"),
+                };
+                format!("the last good checkpoint, {} ({at}), is kept", path.display())
             }
             _ => "no checkpoint was written".to_string(),
         }
@@ -3430,6 +3442,7 @@ impl<'a> Loop<'a> {
             link_or_copy(path, &dir.join(format!("v{}.safetensors", self.version)), true)?;
         }
         self.saved_epoch = Some(epoch);
+        self.saved_within = self.within.map(|w| w.batch);
         Ok(())
     }
 
@@ -4261,7 +4274,7 @@ impl<'a> Loop<'a> {
                         }
                     }
                 } else {
-                    self.saved_epoch = Some(epoch);
+                    (self.saved_epoch, self.saved_within) = (Some(epoch), self.within.map(|w| w.batch));
                 }
             }
             // After the checkpoint: a metrics file or plot that cannot be

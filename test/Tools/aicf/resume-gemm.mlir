@@ -43,7 +43,7 @@
 // RUN: python3 %S/inputs/kill_inside_epoch.py %t/killed/ck/last.safetensors -- aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 640 --eval-windows 8 --no-progress --epochs 2 --gemm generated --save-every 5 --out %t/killed --checkpoint-dir %t/killed/ck --no-runs-db | FileCheck %s --check-prefix=KILLED
 // KILLED: killed inside epoch {{[12]}} at step {{[0-9]*[05]}}
 // RUN: AICF_CACHE_DIR=%t/cache6 aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --resume --out %t/killed --checkpoint-dir %t/killed/ck --no-runs-db | FileCheck %s --check-prefix=INSIDE
-// INSIDE: resumed from {{.*}}last.safetensors at epoch {{[12]}} (step {{[0-9]*[05]}})
+// INSIDE: resumed from {{.*}}last.safetensors inside epoch {{[12]}}, after its batch {{[0-9]*[05]}} (step {{[0-9]*[05]}})
 // RUN: python3 %S/inputs/same_tensors.py %t/straight/ck/last.safetensors %t/killed/ck/last.safetensors | FileCheck %s --check-prefix=SAMEAFTERKILL
 // SAMEAFTERKILL: 0 of {{[0-9]+}} tensors differ
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --save-every 5 --out %t/nodir --no-runs-db 2>&1 | FileCheck %s --check-prefix=NODIR

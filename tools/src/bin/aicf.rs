@@ -3949,8 +3949,14 @@ impl Report for Printer {
         );
     }
 
-    fn resumed(&mut self, checkpoint: &Path, epoch: usize, step: u64) {
-        println!("resumed from {} at epoch {epoch} (step {step})", checkpoint.display());
+    fn resumed(&mut self, checkpoint: &Path, epoch: usize, step: u64, within: Option<usize>) {
+        match within {
+            Some(batch) => println!(
+                "resumed from {} inside epoch {epoch}, after its batch {batch} (step {step})",
+                checkpoint.display()
+            ),
+            None => println!("resumed from {} at epoch {epoch} (step {step})", checkpoint.display()),
+        }
     }
 
     fn epoch(&mut self, r: &EpochRecord, epochs: usize) {
