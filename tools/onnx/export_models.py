@@ -499,6 +499,37 @@ class GroupNormsTied(GroupNorms):
         self.gn2.weight = self.gn1.weight
 
 
+class CapitalNormBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Linear(16, 16)
+        # Hugging Face's attribute name: the export's metadata spells it
+        # `layernorm`, lower case, which read as no parameter of the module.
+        self.LayerNorm = nn.LayerNorm(16)
+
+    def forward(self, x):
+        return self.LayerNorm(x + F.gelu(self.dense(x)))
+
+
+class CapitalLayerNorms(nn.Module):
+    """Two fresh LayerNorms named as Hugging Face's (`LayerNorm`, capital
+    letters), exported by the dynamo exporter, which merges their equal
+    ones and zeros: each comes apart again (they trained tied, as the
+    capitals were not matched to the metadata's lower-case names)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(64, 16)
+        self.blocks = nn.ModuleList([CapitalNormBlock(), CapitalNormBlock()])
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = self.proj(x.flatten(1))
+        for b in self.blocks:
+            h = b(h)
+        return self.head(h)
+
+
 class NormsNoAffine(nn.Module):
     """Normalizations without learnable weights (`GroupNorm(affine=False)`,
     `LayerNorm(elementwise_affine=False)`): the dynamo exporter writes
@@ -597,6 +628,7 @@ MODELS = {
     "groupnorms_tied_dynamo": (GroupNormsTied, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "norms_noaffine_dynamo": (NormsNoAffine, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "groupnorm_single_dynamo": (GroupNormSingle, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "layernorms_capital_dynamo": (CapitalLayerNorms, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "rnn_attention": (RnnAttention, lambda g: torch.randn(8, 6, 8, generator=g), ((8,), 10)),
     "cosine_head": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head_dynamo_noopt": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
@@ -608,7 +640,7 @@ MODELS = {
 
 
 # Fixtures exported as initialized, their equal parameters equal.
-FRESH = {"groupnorms_dynamo", "groupnorms_tied_dynamo", "groupnorm_single_dynamo"}
+FRESH = {"groupnorms_dynamo", "groupnorms_tied_dynamo", "groupnorm_single_dynamo", "layernorms_capital_dynamo"}
 
 # Fixtures whose layers read weights computed from parameters.
 COMPUTED_WEIGHTS = {"cosine_head"}
@@ -661,6 +693,14 @@ def by_initializer(path, params, grads, prefix):
         value = onnx.numpy_helper.to_array(t)
         if t.name in params:
             arrays[f"{prefix}.{t.name}"] = grads[t.name].double().numpy().astype(np.float32)
+            # The equal parameters of its shape the exporter merged into it
+            # (a fresh model's LayerNorms): each one's gradient under its
+            # own name, which the importer gives its copy.
+            for pname, p in params.items():
+                if (pname != t.name and tuple(p.shape) == value.shape
+                        and not any(other.name == pname for other in initializers)
+                        and np.array_equal(p.detach().numpy(), value)):
+                    arrays[f"{prefix}.{pname}"] = grads[pname].double().numpy().astype(np.float32)
             continue
         # One initializer the exporter kept for several equal parameters it
         # had reshaped (a fresh model's GroupNorm weights): each parameter's

@@ -185,7 +185,9 @@ pub(super) fn untie(
             *readers.entry(i.as_str()).or_default() += 1;
         }
     }
-    let flat = |name: &str| name.replace('.', "_");
+    // (In lower case, as the FX record spells a module `LayerNorm`'s
+    // parameters: `%p_..._layernorm_weight`.)
+    let flat = |name: &str| name.replace('.', "_").to_lowercase();
     // An initializer the exporter folded from one parameter (a GroupNorm's
     // weight reshaped to [C, 1, 1], `val_20`): named by that parameter's
     // last components, as the parameter itself would be.
@@ -244,19 +246,18 @@ pub(super) fn untie(
         // The parameters the model's node read (`%p_<path with _>`), and
         // its module; for a node without a record, every parameter the
         // program declares, and the module its outputs are read in.
-        let (placeholders, module): (Vec<&str>, Option<String>) = match &fx {
+        let (placeholders, module): (Vec<String>, Option<String>) = match &fx {
             Some(fx) => (
                 fx.split('%')
                     .skip(1)
                     .filter_map(|t| t.strip_prefix("p_"))
                     .map(|t| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or(""))
                     .filter(|t| !t.is_empty())
+                    .map(str::to_lowercase)
                     .collect(),
                 module_of(node),
             ),
-            None if node.metadata_props.is_empty() => {
-                (declared.iter().map(String::as_str).collect(), downstream_module(index))
-            }
+            None if node.metadata_props.is_empty() => (declared.clone(), downstream_module(index)),
             None => continue,
         };
         let Some(module) = module else { continue };
@@ -265,7 +266,7 @@ pub(super) fn untie(
             if !t.is_float() || readers.get(original.as_str()).copied().unwrap_or(0) < 2 {
                 continue;
             }
-            if fx.is_some() && placeholders.contains(&flat(original).as_str()) {
+            if fx.is_some() && placeholders.contains(&flat(original)) {
                 continue;
             }
             // A reader of the very parameter a fold came from reads that
@@ -276,12 +277,12 @@ pub(super) fn untie(
             // calls a submodule's function; a fold's, its parameter's),
             // spelling one of the node's parameters.
             let name = match folded_from.get(original) {
-                Some(p) if placeholders.contains(&flat(p).as_str()) => p.clone(),
+                Some(p) if placeholders.contains(&flat(p)) => p.clone(),
                 spelled => {
                     let parts: Vec<&str> = spelled.unwrap_or(original).split('.').collect();
                     let Some(name) = (1..parts.len())
                         .map(|k| format!("{module}.{}", parts[parts.len() - k..].join(".")))
-                        .find(|n| placeholders.contains(&flat(n).as_str()))
+                        .find(|n| placeholders.contains(&flat(n)))
                     else {
                         continue;
                     };
@@ -646,7 +647,8 @@ pub(super) fn restore_biases(
     nodes: &mut Vec<NodeProto>,
     inits: &mut HashMap<String, aicf_onnx::Tensor>,
 ) -> Vec<String> {
-    let flat = |name: &str| name.replace('.', "_");
+    // (In lower case, as the FX record spells a module's capitals.)
+    let flat = |name: &str| name.replace('.', "_").to_lowercase();
     let known: HashSet<String> = inits.keys().map(|n| flat(n)).collect();
     let producer: HashMap<String, usize> =
         nodes.iter().enumerate().flat_map(|(i, n)| n.output.iter().map(move |o| (o.clone(), i))).collect();
@@ -673,10 +675,11 @@ pub(super) fn restore_biases(
             .filter_map(|t| t.strip_prefix("p_"))
             .map(|t| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or(""))
             .find(|t| t.ends_with("_bias"))
+            .map(str::to_lowercase)
         else {
             continue;
         };
-        if known.contains(bias) {
+        if known.contains(&bias) {
             continue;
         }
         // Its name: the node's module's, or its weight's (a submodule's

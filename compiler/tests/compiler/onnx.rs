@@ -1063,6 +1063,21 @@ fn fresh_group_norms_the_exporter_merged_train_apart() {
     assert_eq!(imported.shared_weights, vec![("gn2.weight".to_string(), 2)]);
 }
 
+/// Two fresh LayerNorms named as Hugging Face's (`LayerNorm`, capital
+/// letters) from the dynamo exporter, which merged their equal ones and
+/// zeros: the export's metadata spells the parameters in lower case
+/// (`%p_blocks_0_layernorm_weight`), which matched no parameter of the
+/// module, and the norms trained tied (a fresh BERT's 41 parameters were
+/// 33, its losses off PyTorch's from the second step). Each comes apart.
+#[test]
+fn fresh_layer_norms_with_capitals_in_their_names_train_apart() {
+    check("layernorms_capital_dynamo");
+    let options = ImportOptions { batch: None, loss: Loss::CrossEntropy, ..Default::default() };
+    let imported = onnx::import(&fixture("layernorms_capital_dynamo.onnx"), &options).unwrap();
+    assert!(imported.shared_norms.is_empty(), "{:?}", imported.shared_norms);
+    assert!(imported.sources.iter().any(|s| s == "blocks.1.LayerNorm.weight"), "{:?}", imported.sources);
+}
+
 /// `torch.atan2` (Atan of a quotient, its quadrant by Where), `PixelShuffle`
 /// (DepthToSpace, CRD) and `std` over two axes (TorchScript counts its
 /// elements with a ReduceProd of the shape): none imported before.
