@@ -1264,6 +1264,7 @@ fn import_model_at(
         padding: padding_rows(graph).into_iter().collect(),
         bound_batch: if symbolic { options.batch } else { None },
         batch_sizes: HashMap::new(),
+        reshaped_from: HashMap::new(),
         softmax_logits: None,
         tf2onnx,
         pytorch: model.producer_name() == "pytorch",
@@ -2612,6 +2613,50 @@ struct Const {
     float: bool,
 }
 
+/// Whether GatherND `indices` (its last axis a whole index of `dims`) name
+/// every element of `dims` once, in row-major order.
+fn enumerates_in_order(indices: &Const, dims: &[usize]) -> bool {
+    let k = dims.len();
+    let count: usize = dims.iter().product();
+    if indices.dims.last() != Some(&k) || k == 0 || indices.vals.len() != count * k {
+        return false;
+    }
+    let mut at = vec![0usize; k];
+    for index in indices.vals.chunks(k) {
+        if index.iter().zip(&at).any(|(&v, &a)| v != a as f64) {
+            return false;
+        }
+        // The next position, the last axis fastest.
+        for d in (0..k).rev() {
+            at[d] += 1;
+            if at[d] < dims[d] {
+                break;
+            }
+            at[d] = 0;
+        }
+    }
+    true
+}
+
+/// `c`'s first row, where `c` meets a computed `x` of its rank and rows
+/// along its first axis (two or more) and its rows are all alike: the
+/// same values broadcast, at any number of rows (a mask the export built
+/// for its batch fixed the model's; see `hl-set-batch`).
+fn one_row(c: &Const, x: &Tensor) -> Option<Const> {
+    let rows = *c.dims.first()?;
+    if rows < 2 || c.dims.len() != x.rank() || x.shape().first() != Some(&rows) || c.vals.is_empty() {
+        return None;
+    }
+    let row = c.vals.len() / rows;
+    let first = &c.vals[..row];
+    if !c.vals.chunks(row).all(|r| r.iter().zip(first).all(|(a, b)| a.to_bits() == b.to_bits())) {
+        return None;
+    }
+    let mut dims = c.dims.clone();
+    dims[0] = 1;
+    Some(Const { dims, vals: first.to_vec(), float: c.float })
+}
+
 impl Const {
     fn from_onnx(t: &aicf_onnx::Tensor) -> Const {
         Const { dims: t.dims.clone(), vals: t.data.to_f64(), float: t.is_float() }
@@ -2670,6 +2715,9 @@ struct Importer<'a> {
     /// tensor's rows, so that a smaller batch (`--batch`, an epoch's last)
     /// divides by its own size, not the bound one.
     batch_sizes: HashMap<String, (Tensor, bool)>,
+    /// The tensor each Flatten or Reshape output was made from: a Gather
+    /// of every element in order from it is that tensor reshaped.
+    reshaped_from: HashMap<String, Tensor>,
     /// The input of a `Softmax` over the last axis whose output is the
     /// graph's first output (a Keras classifier's probabilities): the
     /// logits a cross-entropy loss takes.
@@ -4322,6 +4370,7 @@ impl Importer<'_> {
     fn trace_of(&mut self, xs: &[Tensor], inputs: &[String], outputs: &[usize]) -> Result<Vec<Tensor>, ImportError> {
         let g = xs[0].graph();
         self.batch_sizes.clear();
+        self.reshaped_from.clear();
         let mut env: HashMap<String, V> = HashMap::new();
         for (name, x) in inputs.iter().zip(xs) {
             env.insert(name.clone(), V::T(x.clone()));
@@ -4803,6 +4852,41 @@ impl Importer<'_> {
     fn node(&mut self, g: &Graph, node: &NodeProto, ins: &[Option<V>]) -> R<Vec<V>> {
         self.track_batch_size(node, ins);
         let op = node.op_type();
+        // A constant of the batch's rows all alike (a causal or padding
+        // mask the export built at its batch from the input's shape:
+        // Hugging Face's) meets a computed operand as one row, broadcast:
+        // at its rows it fixed the model's batch.
+        let one_rows;
+        let ins = match op {
+            "Add" | "Sub" | "Mul" | "Div" | "Pow" | "And" | "Or" | "Xor" | "Equal" | "Less" | "Greater"
+            | "LessOrEqual" | "GreaterOrEqual" | "Where" => {
+                let computed: Vec<&Tensor> =
+                    ins.iter().filter_map(|v| if let Some(V::T(x)) = v { Some(x) } else { None }).collect();
+                let row = |v: &Option<V>| match v {
+                    Some(V::C(c)) => computed.iter().find_map(|x| one_row(c, x)).map(|r| Some(V::C(r))),
+                    _ => None,
+                };
+                if ins.iter().any(|v| row(v).is_some()) {
+                    one_rows = ins.iter().map(|v| row(v).unwrap_or_else(|| v.clone())).collect::<Vec<_>>();
+                    &one_rows[..]
+                } else {
+                    ins
+                }
+            }
+            _ => ins,
+        };
+        // (The tensor a chain of reshapes began from: a reshape of a
+        // reshape is one of it, and a batch flattened away between them is
+        // kept; the chain's ends are what `hl-set-batch` can follow.)
+        let reshaped_root = match (op, ins.first(), node.input.first()) {
+            ("Flatten" | "Reshape", Some(Some(V::T(x))), Some(name)) => {
+                Some(self.reshaped_from.get(name).cloned().unwrap_or_else(|| x.clone()))
+            }
+            _ => None,
+        };
+        if let (Some(root), Some(out)) = (&reshaped_root, node.output.first()) {
+            self.reshaped_from.insert(out.clone(), root.clone());
+        }
         let input =
             |k: usize| -> R<&V> { ins.get(k).and_then(|v| v.as_ref()).ok_or_else(|| format!("input {k} is missing")) };
         let konst = |k: usize, what: &str| -> R<Const> {
@@ -5094,8 +5178,16 @@ impl Importer<'_> {
                     return Err(format!("{op} takes booleans; got {} and {}", a.spec(), b.spec()));
                 }
                 let shape = broadcast(a.shape(), b.shape())?;
+                // (Of one rank, the product broadcasts them: spread to the
+                // whole shape first, a constant's spread fixed the batch.)
                 let fit = |v: Tensor| -> R<Tensor> {
-                    if v.shape() == shape.as_slice() { Ok(v) } else { nn(v.broadcast_to(&shape)) }
+                    if v.shape() == shape.as_slice() {
+                        Ok(v)
+                    } else if v.rank() == shape.len() {
+                        Ok(v)
+                    } else {
+                        nn(v.broadcast_to(&shape))
+                    }
                 };
                 let (a, b) = (nn(fit(a)?.cast(DType::F32))?, nn(fit(b)?.cast(DType::F32))?);
                 let combined = match op {
@@ -5113,6 +5205,19 @@ impl Importer<'_> {
                 } else {
                     gather_elements(data, indices, attr_i(node, "axis", 0))?
                 })]),
+                // Every element of the data in order, each by its whole
+                // index (Hugging Face's `mask[arange(B)[:, None], arange(S)]`
+                // from the dynamo exporter, its indices folded at the
+                // export's batch): the data reshaped to the indices' shape,
+                // which a smaller batch then reshapes too.
+                (V::T(x), V::C(i))
+                    if op == "GatherND"
+                        && attr_i(node, "batch_dims", 0) == 0
+                        && node.input.first().is_some_and(|n| !self.inits.contains_key(n))
+                        && enumerates_in_order(i, x.shape()) =>
+                {
+                    reshape_v(self, g, &V::T(x.clone()), &i.dims[..i.dims.len() - 1])
+                }
                 (data, indices) => {
                     if op == "GatherND" {
                         one(self.gather_nd(g, data, indices, attr_i(node, "batch_dims", 0))?)
@@ -7150,7 +7255,10 @@ impl Importer<'_> {
                 if shape.iter().product::<usize>() != total {
                     return Err(format!("cannot reshape {dims:?} ({total} elements) to {shape:?}"));
                 }
-                reshape_v(self, g, input(0)?, &shape)
+                match reshaped_root {
+                    Some(root) => reshape_v(self, g, &V::T(root), &shape),
+                    None => reshape_v(self, g, input(0)?, &shape),
+                }
             }
             "Squeeze" | "Unsqueeze" => {
                 let dims = shape_of(input(0)?);
@@ -7469,6 +7577,36 @@ impl Importer<'_> {
                         out.extend(&i.dims);
                         out.extend(&dims[a + 1..]);
                         Ok(vec![V::C(Const { dims: out, vals, float: c.float })])
+                    }
+                    // Every index of the axis in order (Hugging Face's mask
+                    // `m[arange(B)[:, None], arange(S)]` of a flattened `m`,
+                    // its flat indices folded at the export's batch) splits
+                    // the axis into the indices' shape: a reshape (of the
+                    // tensor flattened, where it was). Gathered, the constant
+                    // indices fixed the model's batch.
+                    // (Of a flattened computed tensor only: a table's rows
+                    // gathered in order, a position embedding's, stay a
+                    // gather, the embedding growth reads.)
+                    (V::T(data), V::C(i))
+                        if i.vals.len() == dims[a]
+                            && node.input.first().is_some_and(|n| self.reshaped_from.contains_key(n))
+                            && i.vals.iter().enumerate().all(|(k, &v)| v == k as f64) =>
+                    {
+                        let mut to: Vec<i64> = dims[..a].iter().map(|&d| d as i64).collect();
+                        to.extend(i.dims.iter().map(|&d| d as i64));
+                        to.extend(dims[a + 1..].iter().map(|&d| d as i64));
+                        let source = node
+                            .input
+                            .first()
+                            .and_then(|n| self.reshaped_from.get(n))
+                            .filter(|x| x.shape().iter().product::<usize>() == data.shape().iter().product::<usize>())
+                            .unwrap_or(data)
+                            .clone();
+                        if let Some(out) = node.output.first() {
+                            self.reshaped_from.insert(out.clone(), source.clone());
+                        }
+                        let to: Vec<usize> = to.iter().map(|&d| d as usize).collect();
+                        reshape_v(self, g, &V::T(source), &to)
                     }
                     (data, V::C(i)) => {
                         let x = self.padded_table(g, node, data, a)?;

@@ -2224,6 +2224,117 @@ fn an_imported_leaky_relu_takes_another_batch() {
     assert!(text.contains("-> tensor<3x") && !text.contains("tensor<4x"), "{text}");
 }
 
+/// The ways Hugging Face's exports build an attention mask at the export's
+/// batch, folded to constants of that batch (each fixed the imported
+/// model's batch: an epoch's last partial batch was dropped, and a
+/// checkpoint predicted only at its training batch): every element of the
+/// flattened mask gathered by flat indices (the TorchScript exporter's
+/// `mask[arange(B)[:, None], arange(S)]`) or by whole indices (GatherND,
+/// the dynamo exporter's), a constant whose rows are all alike added, and
+/// a constant of one row combined by And. Each retargets to another batch,
+/// and the two gathers compute the model's own outputs.
+#[test]
+fn masks_an_export_folded_at_its_batch_take_another_batch() {
+    let io = io("mlp");
+    let x = &io["input0"];
+    let (rows, width) = (x.shape[0], x.shape[1]);
+    let tensor =
+        |name: &str, data_type: i32, dims: Vec<i64>, floats: Vec<f32>, ints: Vec<i64>| aicf_onnx::proto::TensorProto {
+            name: Some(name.into()),
+            data_type: Some(data_type),
+            dims,
+            float_data: floats,
+            int64_data: ints,
+            ..Default::default()
+        };
+    // (rows x width elements in order; as flat indices, as (row, column).)
+    let flat: Vec<i64> = (0..(rows * width) as i64).collect();
+    let pairs: Vec<i64> = (0..rows as i64).flat_map(|r| (0..width as i64).flat_map(move |c| [r, c])).collect();
+    let one_row: Vec<f32> = (0..rows).flat_map(|_| (0..width).map(|c| c as f32 / 64.0)).collect();
+    let cases: Vec<(&str, Vec<aicf_onnx::proto::NodeProto>, Vec<aicf_onnx::proto::TensorProto>, bool)> = vec![
+        (
+            "flat gather",
+            vec![
+                node("flatten", "Reshape", &["input0", "minus_one"], "flat"),
+                node("gather", "Gather", &["flat", "flat_indices"], "x_in"),
+            ],
+            vec![
+                tensor("minus_one", 7, vec![1], vec![], vec![-1]),
+                tensor("flat_indices", 7, vec![rows as i64, width as i64], vec![], flat.clone()),
+            ],
+            true,
+        ),
+        (
+            "GatherND",
+            vec![node("gather", "GatherND", &["input0", "pair_indices"], "x_in")],
+            vec![tensor("pair_indices", 7, vec![rows as i64, width as i64, 2], vec![], pairs)],
+            true,
+        ),
+        (
+            // (A Constant node's: an initializer an Add reads is a bias.)
+            "rows alike",
+            vec![
+                aicf_onnx::proto::NodeProto {
+                    attribute: vec![aicf_onnx::proto::AttributeProto {
+                        name: Some("value".into()),
+                        t: Some(tensor("", 1, vec![rows as i64, width as i64], one_row, vec![])),
+                        r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Tensor as i32),
+                        ..Default::default()
+                    }],
+                    ..node("rows", "Constant", &[], "rows_alike")
+                },
+                node("add", "Add", &["input0", "rows_alike"], "x_in"),
+            ],
+            vec![],
+            false,
+        ),
+        (
+            "And of one row",
+            vec![
+                node("positive", "Greater", &["input0", "zero"], "positive"),
+                node("and", "And", &["row_true", "positive"], "both"),
+                node("where", "Where", &["both", "input0", "zero"], "x_in"),
+            ],
+            vec![
+                tensor("zero", 1, vec![], vec![0.0], vec![]),
+                aicf_onnx::proto::TensorProto {
+                    name: Some("row_true".into()),
+                    data_type: Some(9),
+                    dims: vec![1, width as i64],
+                    int32_data: vec![1; width],
+                    ..Default::default()
+                },
+            ],
+            false,
+        ),
+    ];
+    for (case, nodes, inits, same) in cases {
+        let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
+        let graph = model.graph.as_mut().unwrap();
+        for n in graph.node.iter_mut() {
+            for i in n.input.iter_mut().filter(|i| *i == "input0") {
+                *i = "x_in".into();
+            }
+        }
+        graph.node.splice(0..0, nodes);
+        graph.initializer.extend(inits);
+        let options = ImportOptions { batch: Some(rows), loss: Loss::CrossEntropy, ..Default::default() };
+        let imported = onnx::import_model(&model, "masked.onnx", std::path::Path::new("."), &options)
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let ctx = aicf_compiler::CompilerContext::new();
+        let mut module = ctx.parse(&imported.module.text, "masked").unwrap();
+        aicf_compiler::run_pipeline(&ctx, &mut module, "builtin.module(hl-set-batch{size=3})")
+            .unwrap_or_else(|e| panic!("{case}: the model does not take batch 3: {e}"));
+        let text = aicf_compiler::pipeline::canonical_text(&module);
+        assert!(text.contains("-> tensor<3x") && !text.contains(&format!("tensor<{rows}x")), "{case}: {text}");
+        if same {
+            let dir = scratch(format!("onnx-masked-{}", case.replace(' ', "-")));
+            let mut t = sgd_trainer(&imported, &dir, "masked");
+            assert_forward_matches_onnxruntime(case, &mut t, x, &io);
+        }
+    }
+}
+
 /// Weights are found by use, also through ops that only move values:
 /// PyTorch's training-mode export writes a linear layer as `MatMul(x,
 /// Transpose(W))` and an LSTM's weights sliced and concatenated (their
