@@ -106,6 +106,26 @@ pub(crate) fn arg_float_attr(func: MlirOperation, i: usize, key: &str) -> Option
     }
 }
 
+/// The string attribute `key` of `func`'s argument `i` (`arg_attrs`).
+pub(crate) fn arg_string_attr(func: MlirOperation, i: usize, key: &str) -> Option<String> {
+    let attrs = attr(func, "arg_attrs");
+    unsafe {
+        if attrs.ptr.is_null() || !mlirAttributeIsAArray(attrs) || i as isize >= mlirArrayAttrGetNumElements(attrs) {
+            return None;
+        }
+        let dict = mlirArrayAttrGetElement(attrs, i as isize);
+        if !mlirAttributeIsADictionary(dict) {
+            return None;
+        }
+        let value = mlirDictionaryAttrGetElementByName(dict, crate::ffi::string_ref(key));
+        if value.ptr.is_null() || !mlirAttributeIsAString(value) {
+            return None;
+        }
+        let s = mlirStringAttrGetValue(value);
+        Some(String::from_utf8_lossy(std::slice::from_raw_parts(s.data as *const u8, s.length)).into_owned())
+    }
+}
+
 /// Ends `region`'s (single) block with `func.return outputs` and wraps the
 /// region in `func.func @name` (argument types from the block), with
 /// `attributes` added (`arg_attrs`, `res_attrs`). The function is not

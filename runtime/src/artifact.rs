@@ -566,13 +566,51 @@ impl Manifest {
 }
 
 /// FNV-1a 64 of `text`, in hex: the IR hash manifests and checkpoints carry.
+/// Arguments' names (`hl.name`, an imported model's input names, which
+/// arrays are matched by) are not the model: the hash is of the text
+/// without them, as it was before an import wrote them (its checkpoints
+/// read as of another model).
 pub fn ir_hash(text: &str) -> String {
+    let unnamed = without_argument_names(text);
     let mut h: u64 = 0xcbf29ce484222325;
-    for b in text.bytes() {
+    for b in unnamed.bytes() {
         h ^= b as u64;
         h = h.wrapping_mul(0x100000001b3);
     }
     format!("{h:016x}")
+}
+
+/// `text` without its `hl.name = "..."` argument attributes: a dictionary
+/// of that alone goes whole (` {hl.name = "x"}`), else the entry and its
+/// comma. (MLIR prints a string's quote as `\22`: the first `"` after the
+/// opening one closes it.)
+fn without_argument_names(text: &str) -> std::borrow::Cow<'_, str> {
+    const KEY: &str = "hl.name = \"";
+    if !text.contains(KEY) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY) {
+        let Some(close) = rest[at + KEY.len()..].find('"') else { break };
+        let end = at + KEY.len() + close + 1;
+        let (before, after) = (&rest[..at], &rest[end..]);
+        if before.ends_with(" {") && after.starts_with('}') {
+            out.push_str(&before[..before.len() - 2]);
+            rest = &after[1..];
+        } else if before.ends_with(", ") {
+            out.push_str(&before[..before.len() - 2]);
+            rest = after;
+        } else if after.starts_with(", ") {
+            out.push_str(before);
+            rest = &after[2..];
+        } else {
+            out.push_str(&rest[..end]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
 }
 
 /// Reads and checks `dir/manifest.json`: the format this runtime reads, the
@@ -705,6 +743,19 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
 
 #[cfg(test)]
 mod tests {
+    /// An argument's name leaves the IR hash as it was without it.
+    #[test]
+    fn argument_names_do_not_change_the_ir_hash() {
+        let plain = "func.func @f(%arg0: tensor<4xf32>, %arg1: tensor<4xi32> {hl.fill = 1.0 : f64}) {";
+        let named = "func.func @f(%arg0: tensor<4xf32> {hl.name = \"x\"}, %arg1: tensor<4xi32> {hl.fill = 1.0 : f64, \
+                     hl.name = \"attention_mask\"}) {";
+        assert_eq!(super::without_argument_names(named), plain);
+        assert_eq!(super::ir_hash(named), super::ir_hash(plain));
+        let first = r#"func.func @f(%arg0: tensor<4xf32> {hl.name = "a\22b", hl.zeta = 1 : i64}) {"#;
+        assert_eq!(super::without_argument_names(first), "func.func @f(%arg0: tensor<4xf32> {hl.zeta = 1 : i64}) {");
+        assert_ne!(super::ir_hash(plain), super::ir_hash("func.func @g() {"));
+    }
+
     use super::{Constant, DType};
 
     /// A constant's infinities and NaN survive the manifest's JSON.

@@ -1431,7 +1431,10 @@ fn import_model_at(
             Some((n.clone(), value))
         })
         .collect();
-    if !fills.is_empty() {
+    // And every data argument's ONNX name (`hl.name`), which arrays named
+    // so are matched to (`--data attention_mask.npy --data input_ids.npy`
+    // fed each other's input without a word).
+    {
         let forward_names: Vec<&String> = match &graph_loss {
             Some(gl) => gl.data.iter().collect(),
             None => inputs.iter().map(|(n, _)| n).collect(),
@@ -1447,13 +1450,19 @@ fn import_model_at(
             };
             let count = unsafe { mlir_sys::mlirBlockGetNumArguments(block) } as usize;
             let dicts: Vec<String> = (0..count)
-                .map(|i| match names.get(i).and_then(|n| fills.iter().find(|(f, _)| f == *n)) {
-                    Some((_, v)) => format!("{{hl.fill = {} : f64}}", crate::nn::ops::float_literal(*v, DType::F64)),
-                    None => "{}".to_string(),
+                .map(|i| {
+                    let mut entries = Vec::new();
+                    if let Some((_, v)) = names.get(i).and_then(|n| fills.iter().find(|(f, _)| f == *n)) {
+                        entries.push(format!("hl.fill = {} : f64", crate::nn::ops::float_literal(*v, DType::F64)));
+                    }
+                    if let Some(n) = names.get(i) {
+                        entries.push(format!("hl.name = {}", mlir_string(n)));
+                    }
+                    format!("{{{}}}", entries.join(", "))
                 })
                 .collect();
             let attr = crate::ir::parse_attribute(ctx.mlir().to_raw(), &format!("[{}]", dicts.join(", ")))
-                .map_err(|e| fail(format!("the imported module's hl.fill: {e:?}")))?;
+                .map_err(|e| fail(format!("the imported module's argument attributes: {e:?}")))?;
             unsafe { mlir_sys::mlirOperationSetAttributeByName(func, crate::ffi::string_ref("arg_attrs"), attr) };
         }
         module.text = crate::pipeline::canonical_text(&parsed);
@@ -2611,6 +2620,21 @@ struct Const {
     dims: Vec<usize>,
     vals: Vec<f64>,
     float: bool,
+}
+
+/// `s` as an MLIR string literal: quotes, backslashes and bytes outside
+/// printable ASCII escaped (`\XX`).
+fn mlir_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for b in s.bytes() {
+        match b {
+            b'"' | b'\\' => out.push_str(&format!("\\{:02X}", b)),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\{:02X}", b)),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Whether GatherND `indices` (its last axis a whole index of `dims`) name

@@ -65,6 +65,10 @@ pub struct Input {
     /// model's `attention_mask`, all ones over a text's whole windows; its
     /// `token_type_ids`, zeros).
     pub fill: Option<f64>,
+    /// The input's name where the model gives one (`hl.name`: an imported
+    /// model's, ONNX's input names): arrays named so (`input_ids.npy`) are
+    /// matched to it.
+    pub name: Option<String>,
 }
 
 impl Input {
@@ -177,6 +181,7 @@ impl Signature {
         let mut scores = Scores::Logits;
         let mut ce_of_output = false;
         let mut fills: Vec<Option<f64>> = Vec::new();
+        let mut names: Vec<Option<String>> = Vec::new();
         let funcs = functions_by_name(raw);
         for (func, block) in ir::functions(raw) {
             // Lowered IR (memref arguments) is no model to train: its
@@ -245,6 +250,9 @@ impl Signature {
                     loss = Some(args);
                     fills = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
                         .map(|i| ir::arg_float_attr(func, i as usize, "hl.fill"))
+                        .collect();
+                    names = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
+                        .map(|i| ir::arg_string_attr(func, i as usize, "hl.name"))
                         .collect();
                     // Inputs a gather reads as indices: the rows they index.
                     index_bounds = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
@@ -392,6 +400,7 @@ impl Signature {
                     role,
                     indexes: index_bounds.get(i).copied().flatten(),
                     fill: fills.get(i).copied().flatten().filter(|_| role == Role::Data),
+                    name: names.get(i).cloned().flatten(),
                 }
             })
             .collect();
@@ -1972,7 +1981,7 @@ fn table_of(
     let name = path.display().to_string();
     // (Predicting without a label: a column of its own, 0s, read as f32.)
     let unlabelled =
-        Input { shape: vec![x.shape[0]], dtype: DType::F32, role: Role::Target, indexes: None, fill: None };
+        Input { shape: vec![x.shape[0]], dtype: DType::F32, role: Role::Target, indexes: None, fill: None, name: None };
     let has_label = y.is_some();
     let y = y.unwrap_or(&unlabelled);
     let per: usize = x.shape[1..].iter().product();
@@ -2916,6 +2925,61 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
             list(&fed)
         )));
     }
+    let mut notes = Vec::new();
+    // Arrays named as the model's inputs (`attention_mask.npy`, a
+    // safetensors tensor `input_ids`: an imported model's names) feed those
+    // inputs, in whatever order given; given otherwise, three arrays of one
+    // shape fed each other's inputs without a word.
+    let stem = |a: &Array| {
+        Path::new(&a.name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| a.name.clone())
+    };
+    let named: Vec<Option<usize>> =
+        arrays.iter().map(|a| fed.iter().position(|i| i.name.as_deref() == Some(stem(a).as_str()))).collect();
+    if named.iter().enumerate().any(|(k, j)| j.is_some_and(|j| j != k)) {
+        let taken: Vec<usize> = named.iter().flatten().copied().collect();
+        let slots: Vec<usize> = named.iter().enumerate().filter(|(_, j)| j.is_some()).map(|(k, _)| k).collect();
+        let (mut sorted_taken, mut sorted_slots) = (taken.clone(), slots.clone());
+        sorted_taken.sort_unstable();
+        sorted_slots.sort_unstable();
+        sorted_taken.dedup();
+        if sorted_taken.len() != taken.len() || sorted_taken != sorted_slots {
+            // (Two arrays of one name, or one named for a place an unnamed
+            // array holds.)
+            let (k, j) =
+                named.iter().enumerate().find_map(|(k, j)| j.filter(|&j| j != k).map(|j| (k, j))).unwrap_or((0, 0));
+            let order: Vec<String> = fed
+                .iter()
+                .enumerate()
+                .map(|(i, input)| input.name.clone().unwrap_or_else(|| format!("#{i}")))
+                .collect();
+            return Err(bad(format!(
+                "{} is named as the model's input '{}' (#{j}) and is given #{k}: give the arrays in the model's order \
+                 ({}), or name each as its input",
+                arrays[k].name,
+                fed[j].name.as_deref().unwrap_or("?"),
+                order.join(", ")
+            )));
+        }
+        let mut placed: Vec<Option<Array>> = arrays.into_iter().map(Some).collect();
+        let mut ordered: Vec<Option<Array>> = (0..placed.len()).map(|_| None).collect();
+        for (k, j) in named.iter().enumerate() {
+            let at = j.unwrap_or(k);
+            ordered[at] = placed[k].take();
+        }
+        arrays = ordered.into_iter().flatten().collect();
+        let file = |a: &Array| {
+            Path::new(&a.name).file_name().map_or_else(|| a.name.clone(), |f| f.to_string_lossy().into_owned())
+        };
+        notes.push(format!(
+            "the arrays named as the model's inputs feed those inputs, not in the order given: {}",
+            arrays
+                .iter()
+                .zip(fed.iter())
+                .filter_map(|(a, i)| i.name.as_ref().map(|n| format!("{} -> {n}", file(a))))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let rows = arrays[0].shape.first().copied().unwrap_or(0);
     if rows == 0 {
         return Err(bad(format!("{}: no examples (its first dimension is 0, or it has none)", arrays[0].name)));
@@ -2933,7 +2997,6 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
     let scale = given_scale(name, options.feature_scale.unwrap_or(1.0))?;
     let array_names: Vec<String> = arrays.iter().map(|a| a.name.clone()).collect();
     let mut columns = Vec::new();
-    let mut notes = Vec::new();
     for (i, (mut a, input)) in arrays.into_iter().zip(&fed).enumerate() {
         // (A rank-0 input has no examples' dimension to feed.)
         if input.shape.is_empty() {

@@ -798,7 +798,7 @@ fn an_attention_mask_input_is_marked_to_be_filled_with_ones() {
     let sig = aicf_compiler::train::data::Signature::of_source(&imported.module.text, name).unwrap();
     let fills: Vec<Option<f64>> = sig.fed().iter().map(|i| i.fill).collect();
     assert_eq!(fills, [None, Some(1.0), None], "ids, the mask, the next tokens");
-    assert!(imported.module.text.contains("{hl.fill = 1.000000e+00 : f64}"));
+    assert!(imported.module.text.contains("{hl.fill = 1.000000e+00 : f64, hl.name = \"attention_mask\"}"));
     let dir = scratch(format!("onnx-{name}"));
     let mut t = sgd_trainer(&imported, &dir, name);
     let args = [&io["input0"], &io["target0"], &io["target1"]];

@@ -429,6 +429,60 @@ fn digits_arrays(dir: &Path, rows: usize, x: &[f64]) -> [PathBuf; 2] {
     [write_npy(&dir.join("x.npy"), &[rows as u64, 64], x), write_npy(&dir.join("y.npy"), &[rows as u64], &y)]
 }
 
+/// Arrays named as an imported model's inputs (`attention_mask.npy`) feed
+/// those inputs in whatever order they are given (three arrays of one
+/// shape fed each other's inputs without a word: a Hugging Face model
+/// trained on its mask as token ids); one named for another's place,
+/// beside an unnamed array, is refused by name.
+#[test]
+fn arrays_named_as_the_models_inputs_feed_those_inputs() {
+    use aicf_compiler::import::onnx::{self, ImportOptions};
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../test/onnx/hf_gpt2_mask_dynamo.onnx");
+    let imported = onnx::import(&fixture, &ImportOptions { batch: Some(4), ..Default::default() }).unwrap();
+    assert!(imported.module.text.contains("hl.name = \"attention_mask\""), "{}", imported.module.text);
+    let sig = Signature::of_source(&imported.module.text, "hf").unwrap();
+    let names: Vec<Option<&str>> = sig.fed().iter().map(|i| i.name.as_deref()).collect();
+    assert_eq!(names[..2], [Some("input_ids"), Some("attention_mask")], "{names:?}");
+    let dir = std::env::temp_dir().join(format!("aicf-named-arrays-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (rows, seq) = (8usize, sig.fed()[0].shape[1]);
+    let ids: Vec<f64> = (0..rows * seq).map(|i| ((i * 7) % 50) as f64).collect();
+    let mask: Vec<f64> = (0..rows * seq).map(|i| if i % seq < seq - 2 { 1.0 } else { 0.0 }).collect();
+    let shape = [rows as u64, seq as u64];
+    let ids_file = write_npy(&dir.join("input_ids.npy"), &shape, &ids);
+    let mask_file = write_npy(&dir.join("attention_mask.npy"), &shape, &mask);
+    let target_shape: Vec<u64> = sig.fed()[2..]
+        .first()
+        .map_or(vec![], |t| std::iter::once(rows as u64).chain(t.shape[1..].iter().map(|&d| d as u64)).collect());
+    let targets =
+        write_npy(&dir.join("next.npy"), &target_shape, &vec![1.0; target_shape.iter().product::<u64>() as usize]);
+    let options = DataOptions { val_split: 0.0, ..DataOptions::default() };
+    let data = Dataset::load(&[mask_file.clone(), ids_file.clone(), targets.clone()], &sig, &options).unwrap();
+    assert!(
+        data.notes
+            .iter()
+            .any(|n| n.contains("attention_mask.npy -> attention_mask") && n.contains("input_ids.npy -> input_ids")),
+        "{:?}",
+        data.notes
+    );
+    // (Rows in the split's order: the ids are those above 1, the mask's 0
+    // and 1 with its last two places 0.)
+    let fed = data.batch(Split::Train, &[0, 1]);
+    assert!(fed[0].values.iter().any(|&v| v > 1.0), "the ids feed input_ids: {:?}", fed[0].values);
+    assert!(fed[1].values.chunks(seq).all(|r| r[..seq - 2].iter().all(|&v| v == 1.0) && r[seq - 2..] == [0.0, 0.0]));
+    // In the model's order: no note.
+    let plain = Dataset::load(&[ids_file.clone(), mask_file.clone(), targets.clone()], &sig, &options).unwrap();
+    assert!(!plain.notes.iter().any(|n| n.contains("named as the model's inputs")), "{:?}", plain.notes);
+    // The mask named for input_ids' place, where an unnamed array stands.
+    let other = write_npy(&dir.join("ids_renamed.npy"), &shape, &ids);
+    let e = Dataset::load(&[mask_file, other, targets], &sig, &options).err().unwrap().to_string();
+    assert!(
+        e.contains("attention_mask.npy is named as the model's input 'attention_mask' (#1) and is given #0"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Writes `values` as an f64 `.npy` array of `shape` at `path`.
 fn write_npy(path: &Path, shape: &[u64], values: &[f64]) -> PathBuf {
     let mut bytes = Vec::new();

@@ -107,11 +107,11 @@
 
 // IR: module attributes {hl.weights = {file = "gpt.weights.safetensors", hash = "{{[0-9a-f]+}}"}}
 // IR: hl.param @tok.weight : tensor<65x32xf32> owner "tok" init <data>
-// IR: func.func @forward(%arg0: tensor<4x16xi32>) -> tensor<4x16x65xf32>
+// IR: func.func @forward(%arg0: tensor<4x16xi32> {hl.name = "input0"}) -> tensor<4x16x65xf32>
 // IR: hl.gather
 // IR: hl.layer_norm
 // IR: hl.softmax
-// IR: func.func @loss(%arg0: tensor<4x16xi32>, %arg1: tensor<4x16xi32>) -> tensor<f32>
+// IR: func.func @loss(%arg0: tensor<4x16xi32> {hl.name = "input0"}, %arg1: tensor<4x16xi32>) -> tensor<f32>
 // IR: hl.cross_entropy
 
 // TRAIN: imported {{.*}}cnn.onnx (opset 17) -> {{.*}}cnn.mlir
