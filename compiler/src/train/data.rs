@@ -2613,6 +2613,9 @@ impl Text {
 /// An array of a data file: its name, shape and values.
 struct Array {
     name: String,
+    /// The name it is matched to an input by: a `.npy` file's stem, a
+    /// safetensors tensor's name (none for a stand-in).
+    key: Option<String>,
     shape: Vec<usize>,
     values: Vec<f64>,
     /// Stored as 8-bit unsigned integers (images' 0 to 255).
@@ -2658,7 +2661,28 @@ fn read_safetensors(path: &Path, fed: &[&Input]) -> Result<Vec<Array>> {
             let inputs = (0..fed.len()).map(describe).collect::<Vec<_>>().join(", ");
             let names = |ts: &[usize]| ts.iter().map(|&t| format!("'{}'", tensors[t].0)).collect::<Vec<_>>().join(", ");
             let mut order = vec![usize::MAX; fed.len()];
+            // A tensor named as an input (an imported model's
+            // `input_ids`) is that input's; the rest go by shape.
+            for (i, input) in fed.iter().enumerate() {
+                if let Some(t) = input.name.as_ref().and_then(|n| tensors.iter().position(|(tn, _)| tn == n)) {
+                    order[i] = t;
+                }
+            }
+            let places: Vec<Vec<usize>> = places
+                .iter()
+                .enumerate()
+                .map(|(t, p)| {
+                    if order.contains(&t) {
+                        Vec::new()
+                    } else {
+                        p.iter().copied().filter(|&i| order[i] == usize::MAX).collect()
+                    }
+                })
+                .collect();
             for (t, p) in places.iter().enumerate() {
+                if order.contains(&t) {
+                    continue;
+                }
                 match p[..] {
                     [i] if order[i] == usize::MAX => order[i] = t,
                     [] => {
@@ -2687,7 +2711,13 @@ fn read_safetensors(path: &Path, fed: &[&Input]) -> Result<Vec<Array>> {
         let (n, view) = &tensors[i];
         let values = safetensor_values(view).map_err(|m| bad(format!("{name}: tensor '{n}': {m}")))?;
         let bytes = view.dtype() == safetensors::Dtype::U8;
-        out.push(Array { name: format!("{name}: tensor '{n}'"), shape: view.shape().to_vec(), values, bytes });
+        out.push(Array {
+            name: format!("{name}: tensor '{n}'"),
+            key: Some(n.clone()),
+            shape: view.shape().to_vec(),
+            values,
+            bytes,
+        });
     }
     Ok(out)
 }
@@ -2815,7 +2845,8 @@ fn read_npy(path: &Path) -> Result<Array> {
     };
     let values = if fortran { fortran_to_c(&values, &shape) } else { values };
     let bytes = matches!((ty.type_char(), ty.size_field()), (npyz::TypeChar::Uint, 1));
-    Ok(Array { name, shape, values, bytes })
+    let key = Path::new(&name).file_stem().map(|s| s.to_string_lossy().into_owned());
+    Ok(Array { name, key, shape, values, bytes })
 }
 
 /// Refuses a `.npy` header whose shape's element count (or any product of
@@ -2904,7 +2935,7 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
         for target in &fed[data_inputs..] {
             let shape: Vec<usize> = std::iter::once(rows).chain(target.shape.iter().skip(1).copied()).collect();
             let values = vec![0.0; shape.iter().product()];
-            arrays.push(Array { name: format!("{name} (no target)"), shape, values, bytes: false });
+            arrays.push(Array { name: format!("{name} (no target)"), key: None, shape, values, bytes: false });
         }
     }
     if arrays.len() != fed.len() {
@@ -2930,11 +2961,10 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
     // safetensors tensor `input_ids`: an imported model's names) feed those
     // inputs, in whatever order given; given otherwise, three arrays of one
     // shape fed each other's inputs without a word.
-    let stem = |a: &Array| {
-        Path::new(&a.name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| a.name.clone())
-    };
-    let named: Vec<Option<usize>> =
-        arrays.iter().map(|a| fed.iter().position(|i| i.name.as_deref() == Some(stem(a).as_str()))).collect();
+    let named: Vec<Option<usize>> = arrays
+        .iter()
+        .map(|a| a.key.as_ref().and_then(|k| fed.iter().position(|i| i.name.as_ref() == Some(k))))
+        .collect();
     if named.iter().enumerate().any(|(k, j)| j.is_some_and(|j| j != k)) {
         let taken: Vec<usize> = named.iter().flatten().copied().collect();
         let slots: Vec<usize> = named.iter().enumerate().filter(|(_, j)| j.is_some()).map(|(k, _)| k).collect();
@@ -2950,7 +2980,11 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
             let order: Vec<String> = fed
                 .iter()
                 .enumerate()
-                .map(|(i, input)| input.name.clone().unwrap_or_else(|| format!("#{i}")))
+                .map(|(i, input)| match (&input.name, input.role) {
+                    (Some(n), _) => n.clone(),
+                    (None, Role::Target) => "the target".to_string(),
+                    (None, _) => format!("#{i}"),
+                })
                 .collect();
             return Err(bad(format!(
                 "{} is named as the model's input '{}' (#{j}) and is given #{k}: give the arrays in the model's order \

@@ -1194,9 +1194,25 @@ fn fit_run(
                         other_batch = true;
                         continue;
                     } else if *key == "model" {
+                        // The run's own first model beside it (an ONNX
+                        // model an earlier AICF imported otherwise: the
+                        // same file, another IR) is named.
+                        let first = path.with_file_name("model-v0.mlir");
+                        let own = std::fs::read_to_string(&first).is_ok_and(|t| {
+                            crate::pipeline::model_hash(&t, &first.display().to_string()).ok().as_deref() == Some(saved)
+                        });
                         format!(
-                            "{}: the checkpoint is of another model (IR hash {saved}, this model's is {value})",
-                            path.display()
+                            "{}: the checkpoint is of another model (IR hash {saved}, this model's is {value}){}",
+                            path.display(),
+                            if own {
+                                format!(
+                                    "; {} is the model it trained (an ONNX model that an earlier AICF imported \
+                                     otherwise): give that",
+                                    first.display()
+                                )
+                            } else {
+                                String::new()
+                            }
                         )
                     } else if *key == "policy" {
                         format!(
@@ -2160,8 +2176,13 @@ impl Recorder {
             gemm: options.gemm.clone(),
             device: Some(loop_.adaptive.trainer().backend().device()),
         };
+        // (Under an mpirun the user started, the command alone trains one
+        // process at a global batch of one replica's: the launch is said.)
         let command = match std::env::var(super::registry::NPROC_COMMAND_ENV) {
             Ok(c) if loop_.replicas > 1 && !c.is_empty() => c,
+            _ if loop_.replicas > 1 => {
+                format!("mpirun -n {} {}", loop_.replicas, std::env::args().collect::<Vec<_>>().join(" "))
+            }
             _ => std::env::args().collect::<Vec<_>>().join(" "),
         };
         let trainer = loop_.adaptive.trainer();
@@ -3822,17 +3843,50 @@ impl<'a> Loop<'a> {
         // The logged steps a resume continues from (up to its checkpoint's
         // step); a fresh run's --out loses an earlier run's with its metrics.
         let steps_path = run.out.join(STEPS_FILE);
-        if resuming {
-            self.step_records = report::read_steps(&steps_path, self.adaptive.trainer().steps());
+        let logs = run.log_every.is_some() || run.eval_every.is_some();
+        // (Something else in its place: refused where the run would write
+        // it, left alone where it would not.)
+        if writes && std::fs::symlink_metadata(&steps_path).is_ok_and(|m| !m.is_file()) {
+            if logs {
+                return Err(TrainError::Io {
+                    path: steps_path,
+                    message: "is not a file (a directory, or a link), where the run writes its logged steps: move it \
+                              away, or give another --out"
+                        .into(),
+                });
+            }
+        } else {
+            if resuming {
+                self.step_records = report::read_steps(&steps_path, self.adaptive.trainer().steps());
+            }
+            if writes && (!self.step_records.is_empty() || std::fs::symlink_metadata(&steps_path).is_ok()) {
+                report::write_steps(&steps_path, &self.step_records)?;
+            }
         }
-        if writes && (!self.step_records.is_empty() || std::fs::symlink_metadata(&steps_path).is_ok()) {
-            report::write_steps(&steps_path, &self.step_records)?;
+        // Flags that would log nothing are said.
+        if self.rank == 0 {
+            let steps_left = (run.epochs.saturating_sub(self.first_epoch) + 1) as u64 * steps_per_epoch as u64;
+            let last = self.adaptive.trainer().steps() + steps_left;
+            for (flag, n) in [("--log-every", run.log_every), ("--eval-every", run.eval_every)] {
+                if let Some(n) = n
+                    && n > last
+                {
+                    report.note(&format!("{flag} {n}: this run ends at step {last}, before any such step"));
+                }
+            }
+            if run.eval_every.is_some() && self.data.held_out(self.batch).is_empty() {
+                report.note(&format!(
+                    "--eval-every {}: the run holds no examples out (--val-split 0), so its step lines have no \
+                     held-out loss",
+                    run.eval_every.unwrap_or_default()
+                ));
+            }
         }
         if writes {
             report::write_metrics(&metrics, &self.records)?;
             // The plot's place taken by a directory (or a pipe) was found
             // after the first epoch had trained.
-            for own in ["plot.svg", "decisions.jsonl", STEPS_FILE] {
+            for own in ["plot.svg", "decisions.jsonl"] {
                 let path = run.out.join(own);
                 // (Through a link too: one to a directory, or to nothing.)
                 let placed = std::fs::symlink_metadata(&path).is_ok();
@@ -4338,7 +4392,10 @@ impl<'a> Loop<'a> {
                 }
                 break;
             }
-            self.interval.started += epoch_end.elapsed();
+            // (From where the interval began, if it began during the
+            // epoch's end: a step logged with the epoch's evaluation.)
+            let from = self.interval.started.max(epoch_end);
+            self.interval.started += from.elapsed();
             epoch += 1;
         }
         // The last step's stop check, which every rank started.

@@ -473,6 +473,41 @@ fn arrays_named_as_the_models_inputs_feed_those_inputs() {
     // In the model's order: no note.
     let plain = Dataset::load(&[ids_file.clone(), mask_file.clone(), targets.clone()], &sig, &options).unwrap();
     assert!(!plain.notes.iter().any(|n| n.contains("named as the model's inputs")), "{:?}", plain.notes);
+    // Predictions read the data inputs alone, named and in order (the
+    // stand-in target was taken for the last file's input and refused).
+    let predicting = DataOptions { predicting: true, ..options.clone() };
+    Dataset::load(&[ids_file.clone(), mask_file.clone()], &sig, &predicting).unwrap();
+    Dataset::load(&[mask_file.clone(), ids_file.clone()], &sig, &predicting).unwrap();
+    // A safetensors file's tensors named as the inputs, the target by
+    // another name: each goes to its input (three of one shape were
+    // "which is which is not known").
+    let tensors = [
+        ("attention_mask", &mask, &shape[..]),
+        ("input_ids", &ids, &shape[..]),
+        ("next", &vec![1.0; target_shape.iter().product::<u64>() as usize], &target_shape[..]),
+    ];
+    let bytes: Vec<(String, Vec<u8>, Vec<usize>)> = tensors
+        .iter()
+        .map(|(n, v, s)| {
+            (
+                n.to_string(),
+                v.iter().flat_map(|&x| (x as i32).to_le_bytes()).collect(),
+                s.iter().map(|&d| d as usize).collect(),
+            )
+        })
+        .collect();
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = bytes
+        .iter()
+        .map(|(n, b, s)| {
+            (n.clone(), safetensors::tensor::TensorView::new(safetensors::Dtype::I32, s.clone(), b).unwrap())
+        })
+        .collect();
+    let st = dir.join("named.safetensors");
+    safetensors::tensor::serialize_to_file(views, &None, &st).unwrap();
+    let from_st = Dataset::load(std::slice::from_ref(&st), &sig, &options).unwrap();
+    let fed = from_st.batch(Split::Train, &[0, 1]);
+    assert!(fed[0].values.iter().any(|&v| v > 1.0), "the ids feed input_ids: {:?}", fed[0].values);
+    assert!(fed[1].values.iter().all(|&v| v == 0.0 || v == 1.0), "the mask feeds attention_mask");
     // The mask named for input_ids' place, where an unnamed array stands.
     let other = write_npy(&dir.join("ids_renamed.npy"), &shape, &ids);
     let e = Dataset::load(&[mask_file, other, targets], &sig, &options).err().unwrap().to_string();

@@ -32,3 +32,16 @@
 // NODIR: --checkpoint-dir
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --auto-resume --resume --checkpoint-dir %t/ck --out %t/x 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: cannot be used with
+// A checkpoint directory that is a file is the run's error alone (no note
+// that it starts afresh).
+// RUN: touch %t/afile
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --auto-resume --checkpoint-dir %t/afile --out %t/y --no-runs-db 2>&1 | FileCheck %s --check-prefix=AFILE
+// AFILE-NOT: note: --auto-resume
+// AFILE: is a file (--checkpoint-dir)
+// `runs compare` tells a data-parallel run from one process's by its
+// replicas (its batch row alone read as a larger batch).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --nproc 2 --out %t/r1 --runs-db %t/runs.sqlite --no-progress > /dev/null 2>&1
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/r2 --runs-db %t/runs.sqlite --no-progress > /dev/null
+// RUN: aicf runs compare 1 2 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=REPLICAS
+// REPLICAS: batch {{ +}}64 {{ +}}32
+// REPLICAS: replicas {{ +}}2 {{ +}}1

@@ -48,3 +48,14 @@
 // Zero is refused.
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --log-every 0 --out %t/zero --no-runs-db 2>&1 | FileCheck %s --check-prefix=ZEROLOG
 // ZEROLOG: aicf: error: --log-every 0: every 1 step or more
+// Flags that would log nothing are said; a directory where steps.jsonl
+// goes is refused by name where the run writes it, and left alone where it
+// does not.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --log-every 1000 --eval-every 3 --val-split 0 --no-progress --out %t/quiet --no-runs-db | FileCheck %s --check-prefix=NOTHING
+// NOTHING: note: --log-every 1000: this run ends at step {{[0-9]+}}, before any such step
+// NOTHING: note: --eval-every 3: the run holds no examples out (--val-split 0), so its step lines have no held-out loss
+// RUN: mkdir -p %t/taken/steps.jsonl
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --no-progress --out %t/taken --no-runs-db | FileCheck %s --check-prefix=UNTAKEN
+// UNTAKEN: final held-out accuracy
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --log-every 5 --no-progress --out %t/taken --no-runs-db 2>&1 | FileCheck %s --check-prefix=TAKEN
+// TAKEN: aicf: error: {{.*}}steps.jsonl: is not a file (a directory, or a link), where the run writes its logged steps

@@ -3879,7 +3879,9 @@ fn auto_resumed(dir: &Path) -> (bool, Option<PathBuf>) {
     }
     let busy = std::fs::File::open(dir.join(".lock"))
         .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)));
-    if !busy && says {
+    // (A checkpoint directory that is a file is the run's error to say.)
+    let elsewhere = std::fs::metadata(dir).is_ok_and(|m| !m.is_dir());
+    if !busy && says && !elsewhere {
         println!("note: --auto-resume: {} holds no checkpoint yet: the run starts afresh", dir.display());
     }
     (busy, None)
@@ -5069,7 +5071,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             // (Momentum and weight decay are on the line above.)
             let more: Vec<String> = settings_beyond(s)
                 .into_iter()
-                .filter(|(k, _)| !matches!(*k, "momentum" | "weight decay"))
+                .filter(|(k, _)| !matches!(*k, "momentum" | "weight decay" | "replicas"))
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();
             if !more.is_empty() {
@@ -5207,6 +5209,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                                     "momentum" if s.optimizer.starts_with("adam") => "-".into(),
                                     "momentum" | "weight decay" => "0".into(),
                                     "micro-batches" if s.accumulate.is_some() => "1".into(),
+                                    "replicas" => "1".into(),
                                     "betas" if s.betas.is_some() => "0.9,0.999".into(),
                                     "eps" if s.eps.is_some() => "1e-8".into(),
                                     "gemm" => "measured".into(),
@@ -5282,6 +5285,11 @@ fn settings_beyond(s: &aicf_compiler::train::registry::Settings) -> Vec<(&'stati
     }
     if let Some(a) = s.accumulate.filter(|&a| a > 1) {
         out.push(("micro-batches", a.to_string()));
+    }
+    // (A data-parallel run's global batch is the replicas' batches: its
+    // `batch` row alone read as one process's.)
+    if s.replicas > 1 {
+        out.push(("replicas", s.replicas.to_string()));
     }
     if let Some(w) = s.windows_per_epoch {
         out.push(("windows an epoch", w.to_string()));
