@@ -5741,7 +5741,8 @@ impl Importer<'_> {
                         if !x.dtype().is_float() {
                             return Err(format!(
                                 "CumSum of {:?} values the model computes (only constants' sums fold; a float \
-                                 input runs as a product)",
+                                 input runs as a product); Hugging Face's RoBERTa-style models count positions so \
+                                 from the ids: export them with position_ids given as an input",
                                 x.dtype()
                             ));
                         }

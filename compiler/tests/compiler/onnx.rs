@@ -2335,6 +2335,46 @@ fn masks_an_export_folded_at_its_batch_take_another_batch() {
     }
 }
 
+/// A cumulative sum of integers the model computes (RoBERTa's position
+/// ids, counted from the ids' mask) is refused with the way around it.
+#[test]
+fn a_computed_integer_cumsum_names_position_ids() {
+    let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    for n in graph.node.iter_mut() {
+        for i in n.input.iter_mut().filter(|i| *i == "input0") {
+            *i = "x_in".into();
+        }
+    }
+    let cast = |name: &str, input: &str, output: &str, to: i64| aicf_onnx::proto::NodeProto {
+        attribute: vec![aicf_onnx::proto::AttributeProto {
+            name: Some("to".into()),
+            i: Some(to),
+            r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Int as i32),
+            ..Default::default()
+        }],
+        ..node(name, "Cast", &[input], output)
+    };
+    graph.node.splice(
+        0..0,
+        [
+            cast("ints", "input0", "ints", 7),
+            node("sum", "CumSum", &["ints", "axis"], "sums"),
+            cast("back", "sums", "x_in", 1),
+        ],
+    );
+    graph.initializer.push(aicf_onnx::proto::TensorProto {
+        name: Some("axis".into()),
+        data_type: Some(7),
+        dims: vec![],
+        int64_data: vec![1],
+        ..Default::default()
+    });
+    let options = ImportOptions { batch: Some(4), loss: Loss::CrossEntropy, ..Default::default() };
+    let e = onnx::import_model(&model, "cumsum.onnx", std::path::Path::new("."), &options).err().unwrap().to_string();
+    assert!(e.contains("CumSum of") && e.contains("position_ids given as an input"), "{e}");
+}
+
 /// Weights are found by use, also through ops that only move values:
 /// PyTorch's training-mode export writes a linear layer as `MatMul(x,
 /// Transpose(W))` and an LSTM's weights sliced and concatenated (their
