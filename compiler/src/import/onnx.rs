@@ -241,11 +241,22 @@ pub struct ImportOptions {
     /// digit got a `p` (`p0.weight` for `nn.Sequential`'s `0.weight`), so a
     /// checkpoint trained then is of this import's model.
     pub legacy_names: bool,
+    /// The label the cross-entropy AICF adds counts for nothing (PyTorch's
+    /// `ignore_index`: Hugging Face pads labels with -100); `None`, every
+    /// label counts. Refused with another loss.
+    pub ignore_index: Option<i64>,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { batch: None, loss: Loss::Auto, freeze: Vec::new(), trainable: Vec::new(), legacy_names: false }
+        ImportOptions {
+            batch: None,
+            loss: Loss::Auto,
+            freeze: Vec::new(),
+            trainable: Vec::new(),
+            legacy_names: false,
+            ignore_index: None,
+        }
     }
 }
 
@@ -663,6 +674,28 @@ pub fn leading_dim(path: &Path) -> Option<Option<usize>> {
         Some(Value::DimValue(d)) if d > 0 => Some(Some(d as usize)),
         _ => Some(None),
     }
+}
+
+/// Whether the ONNX model at `path` computes its own loss, which the
+/// import takes by default (`Loss::Auto`): one scalar output that reads an
+/// input. `None` where it does not load.
+pub fn computes_its_loss(path: &Path) -> Option<bool> {
+    let model = aicf_onnx::load(path).ok()?;
+    let graph = model.graph.as_ref()?;
+    let names: Vec<String> = graph
+        .input
+        .iter()
+        .filter(|i| !graph.initializer.iter().any(|t| t.name() == i.name()))
+        .map(|i| i.name().to_string())
+        .collect();
+    Some(match scalar_outputs(graph)[..] {
+        [] => false,
+        [one] => {
+            let read = reads_of(graph, &[graph.output[one].name()], true);
+            names.iter().any(|n| read.contains(n.as_str()))
+        }
+        _ => true,
+    })
 }
 
 /// Imports the ONNX model at `path`.
@@ -1194,6 +1227,15 @@ fn import_model_at(
         (Loss::Auto, None) => Loss::CrossEntropy,
         (other, None) => other.clone(),
     };
+    if let Some(i) = options.ignore_index
+        && loss != Loss::CrossEntropy
+    {
+        return Err(fail(format!(
+            "--ignore-index {i} is a label the cross-entropy AICF adds leaves out; this model's loss is {} (a \
+             graph's own loss ignores what it was exported with)",
+            loss.name()
+        )));
+    }
     let mut graph_loss = None;
     if let Some(at) = loss_at {
         // (Another scalar output is a figure of the batch, an accuracy,
@@ -1388,7 +1430,7 @@ fn import_model_at(
                 Ok(vec![if mse {
                     y.mse_loss(&target[0], Reduction::Mean)?
                 } else {
-                    y.cross_entropy(&target[0], Reduction::Mean, None)?
+                    y.cross_entropy(&target[0], Reduction::Mean, options.ignore_index)?
                 }])
             });
             if let Some(e) = error.take() {

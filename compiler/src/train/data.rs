@@ -2231,8 +2231,15 @@ fn no_class_of(labels: &[f64], sig: &Signature) -> String {
     let counted: Vec<f64> = labels.iter().copied().filter(|&v| sig.counts_label(v)).collect();
     let from_one =
         classes > 1.0 && counted.iter().all(|&v| (1.0..=classes).contains(&v)) && counted.iter().any(|&v| v == classes);
+    // (PyTorch's ignore_index, -100 in Hugging Face's padded labels, where
+    // the model's loss has none.)
+    let padded = sig.ignore_index.is_none() && labels.iter().any(|&v| v == -100.0);
     let hint = if from_one {
         format!(": the labels run from 1 to {classes}; classes count from 0 here, so subtract 1 from each label")
+    } else if padded {
+        ": -100 is PyTorch's ignore_index (Hugging Face's padding of labels); an ONNX model's cross-entropy leaves \
+         it out with --ignore-index -100"
+            .to_string()
     } else {
         String::new()
     };

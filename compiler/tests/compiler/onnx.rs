@@ -2335,6 +2335,54 @@ fn masks_an_export_folded_at_its_batch_take_another_batch() {
     }
 }
 
+/// `ignore_index` on the cross-entropy the import adds (PyTorch's default
+/// -100, Hugging Face's padded labels): the labels of that value count for
+/// nothing, the mean is over the rest, as `F.cross_entropy(...,
+/// ignore_index=-100)`; with another loss it is refused.
+#[test]
+fn an_imported_cross_entropy_leaves_out_its_ignore_index() {
+    let io = io("mlp");
+    let x = &io["input0"];
+    let labels = &io["labels"];
+    let options = ImportOptions {
+        batch: Some(x.shape[0]),
+        loss: Loss::CrossEntropy,
+        ignore_index: Some(-100),
+        ..Default::default()
+    };
+    let imported = onnx::import(&fixture("mlp.onnx"), &options).unwrap();
+    let sig = aicf_compiler::train::data::Signature::of_source(&imported.module.text, "mlp").unwrap();
+    assert_eq!(sig.ignore_index, Some(-100));
+    let dir = scratch("onnx-ignore-index");
+    let mut t = sgd_trainer(&imported, &dir, "mlp");
+    let logits = t.predict(&[x]).unwrap().remove(0);
+    let classes = logits.shape[1];
+    // Half the labels ignored: the loss is the mean over the others.
+    let mut padded = labels.clone();
+    for v in padded.values.iter_mut().step_by(2) {
+        *v = -100.0;
+    }
+    let expected: f64 = {
+        let kept: Vec<(usize, usize)> =
+            padded.values.iter().enumerate().filter(|(_, v)| **v >= 0.0).map(|(r, v)| (r, *v as usize)).collect();
+        kept.iter()
+            .map(|&(r, c)| {
+                let row = &logits.values[r * classes..(r + 1) * classes];
+                let max = row.iter().map(|&v| v as f64).fold(f64::NEG_INFINITY, f64::max);
+                let sum: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
+                max + sum.ln() - row[c] as f64
+            })
+            .sum::<f64>()
+            / kept.len() as f64
+    };
+    let r = t.backend_mut().call("loss_grad", &[x, &padded]).unwrap();
+    let loss = r[0].values[0] as f64;
+    assert!((loss - expected).abs() <= 1e-4 * expected.abs(), "loss {loss} vs {expected}");
+    let mse = ImportOptions { loss: Loss::Mse, ..options };
+    let e = onnx::import(&fixture("mlp.onnx"), &mse).err().unwrap().to_string();
+    assert!(e.contains("--ignore-index -100 is a label the cross-entropy AICF adds leaves out"), "{e}");
+}
+
 /// A cumulative sum of integers the model computes (RoBERTa's position
 /// ids, counted from the ids' mask) is refused with the way around it.
 #[test]

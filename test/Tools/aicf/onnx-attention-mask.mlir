@@ -17,3 +17,17 @@
 // EVAL: accuracy {{[0-9.]+}}% on 16 held-out windows of {{.*}}tinyshakespeare.txt {{.*}}; loss {{[0-9.]+}} nats/char
 // RUN: aicf sample %S/../../onnx/hf_gpt2_mask_dynamo.onnx --checkpoint %t/ck/last.safetensors --prompt "ROMEO:" --tokens 8 --out %t/sample 2>/dev/null | FileCheck %s --check-prefix=SAMPLE
 // SAMPLE: ROMEO:
+// Labels padded with -100 (PyTorch's ignore_index, Hugging Face's padding):
+// refused with the way out, then left out of the cross-entropy with
+// --ignore-index -100, which the checkpoint's model keeps for a resume and
+// an eval without the flag.
+// RUN: python3 -c "import struct,sys; d=bytearray(open(sys.argv[1],'rb').read()); h=10+struct.unpack('<H',d[8:10])[0]; d[h:h+32]=struct.pack('<4q',-100,-100,-100,-100); open(sys.argv[2],'wb').write(d)" %S/inputs/hf-labels-as-ids.npy %t/padded.npy
+// RUN: not aicf train %S/../../onnx/hf_gpt2.onnx --batch 4 --data %S/inputs/hf-ids.npy --data %t/padded.npy --epochs 1 --no-runs-db --no-progress --out %t/pad 2>&1 | FileCheck %s --check-prefix=PADDED
+// PADDED: the label -100 is not a class of the model's 65 (0 to 64): -100 is PyTorch's ignore_index (Hugging Face's padding of labels); an ONNX model's cross-entropy leaves it out with --ignore-index -100
+// RUN: aicf train %S/../../onnx/hf_gpt2.onnx --batch 4 --ignore-index -100 --data %S/inputs/hf-ids.npy --data %t/padded.npy --epochs 1 --no-runs-db --no-progress --out %t/ig --checkpoint-dir %t/ig/ck | FileCheck %s --check-prefix=IGNORED
+// IGNORED: epoch   1/1  train loss
+// RUN: aicf train %S/../../onnx/hf_gpt2.onnx --data %S/inputs/hf-ids.npy --data %t/padded.npy --epochs 2 --resume --no-runs-db --no-progress --out %t/ig --checkpoint-dir %t/ig/ck | FileCheck %s --check-prefix=IGRESUMED
+// IGRESUMED: resumed from
+// IGRESUMED: epoch   2/2  train loss
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --ignore-index -100 --data %S/../../../data/digits.csv.gz --out %t/ighl --no-runs-db 2>&1 | FileCheck %s --check-prefix=IGHL
+// IGHL: aicf: error: --ignore-index -100 sets the cross-entropy of an ONNX model being imported

@@ -182,6 +182,11 @@ struct ModelArgs {
     /// checkpoint, [`onnx_names_of_checkpoint`]).
     #[arg(skip)]
     legacy_names: bool,
+    /// An ONNX model's cross-entropy (--loss cross_entropy, or the default)
+    /// leaves out targets of this label: PyTorch's ignore_index, -100 where
+    /// Hugging Face pads its labels. (An hl model's @loss states its own.)
+    #[arg(long, allow_negative_numbers = true, value_name = "LABEL")]
+    ignore_index: Option<i64>,
     /// The size of an ONNX model's symbolic batch dimension; with an hl
     /// model, its rows per batch (hl-set-batch: train, eval and bench run
     /// the model so retargeted, written to <stem>.batch<N>.mlir in the
@@ -375,6 +380,10 @@ enum Command {
         /// imports as a constant otherwise.
         #[arg(long, value_delimiter = ',')]
         trainable: Vec<String>,
+        /// The cross-entropy's label that counts for nothing (PyTorch's
+        /// ignore_index: -100 where Hugging Face pads its labels).
+        #[arg(long, allow_negative_numbers = true, value_name = "LABEL")]
+        ignore_index: Option<i64>,
     },
     /// Train a model on a data set: a CSV table (features, label last), a
     /// text (next-character prediction), or arrays (.safetensors, .npy).
@@ -1096,7 +1105,7 @@ fn main() {
         Command::Compile { compile, output, emit, target, timing } => {
             run_compile(&compile, output, emit, target, timing)
         }
-        Command::Import { model, output, loss, batch, freeze, trainable } => {
+        Command::Import { model, output, loss, batch, freeze, trainable, ignore_index } => {
             let output = output.unwrap_or_else(|| model.with_extension("mlir"));
             // A symbolic batch without --batch: imported at the batch eval,
             // predict and train run such a model at, said (it was refused).
@@ -1110,7 +1119,11 @@ fn main() {
                     ONNX_RUN_BATCH
                 })
             });
-            import(&model, &output, &ImportOptions { batch, loss, freeze, trainable, legacy_names: false })
+            import(
+                &model,
+                &output,
+                &ImportOptions { batch, loss, freeze, trainable, legacy_names: false, ignore_index },
+            )
         }
         Command::Train {
             compile,
@@ -1361,6 +1374,7 @@ fn main() {
                 }
                 onnx_batch_of_checkpoint(&mut compile, c, given("batch"));
                 onnx_names_of_checkpoint(&mut compile, c);
+                onnx_ignore_index_of_checkpoint(&mut compile, c);
             }
             if let Some(n) = nproc {
                 // The device is checked once here, before mpirun starts the
@@ -3301,6 +3315,7 @@ fn hl_model_ordered(c: &ModelArgs, out: &Path, say: Say) -> Result<(PathBuf, Opt
         freeze: c.freeze.clone(),
         trainable: c.trainable.clone(),
         legacy_names: c.legacy_names,
+        ignore_index: c.ignore_index,
     };
     let graph_loss = import_saying(&c.model, &output, &options, say)?;
     Ok((output, graph_loss))
@@ -3395,6 +3410,13 @@ fn no_loss(c: &ModelArgs, command: &str) -> Result<()> {
             c.model.display()
         ));
     }
+    if let Some(i) = c.ignore_index.filter(|_| !is_onnx(&c.model)) {
+        return Err(format!(
+            "--ignore-index {i} sets the cross-entropy of an ONNX model being imported; {}'s @loss is its own \
+             (hl.cross_entropy's ignore_index)",
+            c.model.display()
+        ));
+    }
     match &c.loss {
         Some(l) if !is_onnx(&c.model) => Err(format!(
             "--loss {} chooses the loss of an ONNX model being imported; {}'s @loss is its own (`aicf {command}` \
@@ -3480,12 +3502,34 @@ fn run_settings(
             onnx_batch_of_checkpoint(compile, c, batch);
             onnx_names_of_checkpoint(compile, c);
             onnx_loss_of_checkpoint(compile, c, loss);
+            onnx_ignore_index_of_checkpoint(compile, c);
             checkpoint_precision(compile, c, precision)
         }
         None => {
             onnx_batch_to_run(compile, batch);
             Ok(())
         }
+    }
+}
+
+/// An ONNX model resumed, scored or predicted from a checkpoint without
+/// --ignore-index is imported with its run's (its IR's cross-entropy's):
+/// without it, another model.
+fn onnx_ignore_index_of_checkpoint(compile: &mut ModelArgs, checkpoint: &Path) {
+    // (A graph's own loss keeps what it was exported with.)
+    let graph_loss = match &compile.loss {
+        Some(Loss::Graph(_)) => true,
+        Some(Loss::Auto) | None => onnx::computes_its_loss(&compile.model).unwrap_or(true),
+        Some(_) => false,
+    };
+    if compile.ignore_index.is_some() || !is_onnx(&compile.model) || graph_loss {
+        return;
+    }
+    let Ok(meta) = aicf_runtime::checkpoint::read_metadata(checkpoint) else { return };
+    if let Some(ir) = meta.get(aicf_compiler::train::run::IR_KEY)
+        && let Ok(sig) = aicf_compiler::train::data::Signature::of_source(ir, "the checkpoint's model")
+    {
+        compile.ignore_index = sig.ignore_index;
     }
 }
 
