@@ -89,9 +89,9 @@ pub(crate) fn create_op(
     Ok(op)
 }
 
-/// The float attribute `key` of argument `i` of `func` (its `arg_attrs`
+/// The attribute `key` of argument `i` of `func` (its `arg_attrs`
 /// dictionary), where it has one.
-pub(crate) fn arg_float_attr(func: MlirOperation, i: usize, key: &str) -> Option<f64> {
+fn arg_attr(func: MlirOperation, i: usize, key: &str) -> Option<MlirAttribute> {
     let attrs = attr(func, "arg_attrs");
     unsafe {
         if attrs.ptr.is_null() || !mlirAttributeIsAArray(attrs) || i as isize >= mlirArrayAttrGetNumElements(attrs) {
@@ -102,23 +102,22 @@ pub(crate) fn arg_float_attr(func: MlirOperation, i: usize, key: &str) -> Option
             return None;
         }
         let value = mlirDictionaryAttrGetElementByName(dict, crate::ffi::string_ref(key));
-        (!value.ptr.is_null() && mlirAttributeIsAFloat(value)).then(|| mlirFloatAttrGetValueDouble(value))
+        (!value.ptr.is_null()).then_some(value)
     }
 }
 
-/// The string attribute `key` of `func`'s argument `i` (`arg_attrs`).
+/// The float attribute `key` of argument `i` of `func`, where it has one.
+pub(crate) fn arg_float_attr(func: MlirOperation, i: usize, key: &str) -> Option<f64> {
+    let value = arg_attr(func, i, key)?;
+    unsafe { mlirAttributeIsAFloat(value).then(|| mlirFloatAttrGetValueDouble(value)) }
+}
+
+/// The string attribute `key` of argument `i` of `func` (an imported
+/// model's `hl.name`), where it has one.
 pub(crate) fn arg_string_attr(func: MlirOperation, i: usize, key: &str) -> Option<String> {
-    let attrs = attr(func, "arg_attrs");
+    let value = arg_attr(func, i, key)?;
     unsafe {
-        if attrs.ptr.is_null() || !mlirAttributeIsAArray(attrs) || i as isize >= mlirArrayAttrGetNumElements(attrs) {
-            return None;
-        }
-        let dict = mlirArrayAttrGetElement(attrs, i as isize);
-        if !mlirAttributeIsADictionary(dict) {
-            return None;
-        }
-        let value = mlirDictionaryAttrGetElementByName(dict, crate::ffi::string_ref(key));
-        if value.ptr.is_null() || !mlirAttributeIsAString(value) {
+        if !mlirAttributeIsAString(value) {
             return None;
         }
         let s = mlirStringAttrGetValue(value);
