@@ -1230,9 +1230,10 @@ fn import_model_at(
     if let Some(i) = options.ignore_index
         && loss != Loss::CrossEntropy
     {
+        let graph =
+            if matches!(loss, Loss::Graph(_)) { " (a graph's own loss ignores what it was exported with)" } else { "" };
         return Err(fail(format!(
-            "--ignore-index {i} is a label the cross-entropy AICF adds leaves out; this model's loss is {} (a \
-             graph's own loss ignores what it was exported with)",
+            "--ignore-index {i} is a label the cross-entropy AICF adds leaves out; this model's loss is {}{graph}",
             loss.name()
         )));
     }

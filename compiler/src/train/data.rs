@@ -1797,6 +1797,9 @@ fn parse_table(
                 "; the model is a classifier (its @loss a cross-entropy over classes 0, 1, ...): a target of numbers \
                  needs a regression model (a mean squared error loss): `aicf propose --data FILE --task regression` \
                  writes one"
+            } else if label == -100.0 {
+                ": class indices count from 0; -100 is PyTorch's ignore_index, which an ONNX model's cross-entropy \
+                 leaves out with --ignore-index -100"
             } else {
                 ": class indices count from 0"
             };
@@ -2979,7 +2982,17 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
         sorted_taken.sort_unstable();
         sorted_slots.sort_unstable();
         sorted_taken.dedup();
-        if sorted_taken.len() != taken.len() || sorted_taken != sorted_slots {
+        if sorted_taken.len() != taken.len() {
+            let twice = taken.iter().find(|j| taken.iter().filter(|k| k == j).count() > 1).copied().unwrap_or(0);
+            let files: Vec<&str> =
+                arrays.iter().zip(&named).filter(|(_, j)| **j == Some(twice)).map(|(a, _)| a.name.as_str()).collect();
+            return Err(bad(format!(
+                "{} are each named as the model's input '{}': give one array for each input",
+                files.join(" and "),
+                fed[twice].name.as_deref().unwrap_or("?")
+            )));
+        }
+        if sorted_taken != sorted_slots {
             // (Two arrays of one name, or one named for a place an unnamed
             // array holds.)
             let (k, j) =
@@ -2995,7 +3008,7 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
                 .collect();
             return Err(bad(format!(
                 "{} is named as the model's input '{}' (#{j}) and is given #{k}: give the arrays in the model's order \
-                 ({}), or name each as its input",
+                 ({}), or name each data array as its input (the target is given last)",
                 arrays[k].name,
                 fed[j].name.as_deref().unwrap_or("?"),
                 order.join(", ")

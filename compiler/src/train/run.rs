@@ -4015,40 +4015,51 @@ impl<'a> Loop<'a> {
                 };
                 let lr = run.lr_schedule.at(run.lr, at - from, total.saturating_sub(from));
                 last_lr = lr;
-                let outcome =
-                    self.adaptive.step_micro(&refs, lr, progress).map_err(|e| match e {
-                        // At a run's first step no update has happened yet: the
-                        // model or its data gives the non-finite loss, not the rate.
-                        TrainError::NonFinite { step: 1, loss, .. } => TrainError::Diverged(format!(
-                            "the loss is {loss} at the first step, before any update: the model (its constants or \
+                let outcome = self.adaptive.step_micro(&refs, lr, progress).map_err(|e| match e {
+                    // A batch whose every label is the loss's
+                    // ignore_index: a mean over none is NaN (as
+                    // PyTorch's), whatever the rate.
+                    TrainError::NonFinite { loss, .. } if self.all_ignored(&micro) => TrainError::Diverged(format!(
+                        "the loss is {loss} at epoch {epoch}, step {}: every label of its batch is the \
+                                 loss's ignore_index ({}), and a mean over no labels is NaN (as PyTorch's); give \
+                                 each example labels that count, or leave out examples of padding alone",
+                        step + 1,
+                        self.sig.ignore_index.unwrap_or_default()
+                    )),
+                    // At a run's first step no update has happened yet: the
+                    // model or its data gives the non-finite loss, not the rate.
+                    TrainError::NonFinite { step: 1, loss, .. } => TrainError::Diverged(format!(
+                        "the loss is {loss} at the first step, before any update: the model (its constants or \
                          initial values) or the data gives it, not the learning rate"
-                        )),
-                        TrainError::NonFinite { step, loss, lr, cause } => TrainError::Diverged(format!(
-                            "the loss became {loss} at epoch {epoch}, step {step} (lr {}); {}; {}",
-                            super::rate_text(lr),
-                            cause.unwrap_or_else(|| self.remedy()),
-                            self.kept_checkpoint(checkpoint)
-                        )),
-                        // Nor is the rate an fp16 forward pass that overflows
-                        // on the first step: the data or the initial values
-                        // exceed fp16's range.
-                        TrainError::Fp16Overflow { step: 1, loss, .. } => TrainError::Diverged(format!(
-                            "the loss is {loss} at the first step, before any update: the forward pass overflowed fp16 \
+                    )),
+                    TrainError::NonFinite { step, loss, lr, cause } => TrainError::Diverged(format!(
+                        "the loss became {loss} at epoch {epoch}, step {step} (lr {}); {}; {}",
+                        super::rate_text(lr),
+                        cause.unwrap_or_else(|| self.remedy()),
+                        self.kept_checkpoint(checkpoint)
+                    )),
+                    // Nor is the rate an fp16 forward pass that overflows
+                    // on the first step: the data or the initial values
+                    // exceed fp16's range.
+                    TrainError::Fp16Overflow { step: 1, loss, .. } => TrainError::Diverged(format!(
+                        "the loss is {loss} at the first step, before any update: the forward pass overflowed fp16 \
                          (largest 65504) on the initial model and this data, not by the learning rate; inputs of \
                          about 1 fit it (--standardize, or scale the arrays), or train with --precision bf16 (f32's \
                          range)"
-                        )),
-                        e @ TrainError::Fp16Overflow { .. } => {
-                            TrainError::Diverged(format!("epoch {epoch}: {e}; {}", self.kept_checkpoint(checkpoint)))
-                        }
-                        // A replica that died or hung ends the run at its
-                        // all-reduce: where it can go on from is said too, as
-                        // a rank ended by a signal is.
-                        TrainError::Runtime(e @ aicf_runtime::RuntimeError::Collective(_)) => TrainError::Input(
-                            format!("epoch {epoch}, step {}: {e}; {}", step + 1, self.kept_checkpoint(checkpoint)),
-                        ),
-                        other => other,
-                    })?;
+                    )),
+                    e @ TrainError::Fp16Overflow { .. } => {
+                        TrainError::Diverged(format!("epoch {epoch}: {e}; {}", self.kept_checkpoint(checkpoint)))
+                    }
+                    // A replica that died or hung ends the run at its
+                    // all-reduce: where it can go on from is said too, as
+                    // a rank ended by a signal is.
+                    TrainError::Runtime(e @ aicf_runtime::RuntimeError::Collective(_)) => TrainError::Input(format!(
+                        "epoch {epoch}, step {}: {e}; {}",
+                        step + 1,
+                        self.kept_checkpoint(checkpoint)
+                    )),
+                    other => other,
+                })?;
                 if !self.adaptive.policy().rules.is_empty() {
                     self.check_agreement(step)?;
                 }
@@ -4515,6 +4526,14 @@ impl<'a> Loop<'a> {
     /// where the loss takes dropout's seed, the cross-entropy of
     /// `@forward`'s logits)
     /// and accuracy (classifiers), NaN where there is none.
+    /// Whether every target of the step's micro-batches is the loss's
+    /// ignore_index (a batch of padding alone).
+    fn all_ignored(&self, micro: &[(Vec<Tensor>, f64)]) -> bool {
+        let Some(ignored) = self.sig.ignore_index else { return false };
+        let Some(at) = self.sig.fed().iter().position(|i| i.role == Role::Target) else { return false };
+        micro.iter().all(|(t, _)| t.get(at).is_some_and(|y| y.values.iter().all(|&v| v == ignored as f64)))
+    }
+
     /// The record of a step `--log-every` or `--eval-every` logs: the
     /// steps since the last (not evaluated yet).
     fn step_record(&self, epoch: usize, batch: usize, steps_per_epoch: usize, lr: f64) -> StepRecord {

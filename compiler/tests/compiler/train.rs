@@ -515,6 +515,11 @@ fn arrays_named_as_the_models_inputs_feed_those_inputs() {
         e.contains("attention_mask.npy is named as the model's input 'attention_mask' (#1) and is given #0"),
         "{e}"
     );
+    // Two arrays of one name (from two folders): said as such.
+    std::fs::create_dir_all(dir.join("other")).unwrap();
+    let again = write_npy(&dir.join("other").join("input_ids.npy"), &shape, &ids);
+    let e = Dataset::load(&[ids_file, again, dir.join("next.npy")], &sig, &options).err().unwrap().to_string();
+    assert!(e.contains("are each named as the model's input 'input_ids'"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

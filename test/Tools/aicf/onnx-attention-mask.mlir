@@ -31,3 +31,12 @@
 // IGRESUMED: epoch   2/2  train loss
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --ignore-index -100 --data %S/../../../data/digits.csv.gz --out %t/ighl --no-runs-db 2>&1 | FileCheck %s --check-prefix=IGHL
 // IGHL: aicf: error: --ignore-index -100 sets the cross-entropy of an ONNX model being imported
+// A batch whose every label is the ignore_index (here rows 1 to 7 are
+// padding alone) has a NaN mean (as PyTorch's): said as such, not as a learning rate to lower. Another
+// --ignore-index than the checkpoint's is said, and the checkpoint's kept.
+// RUN: python3 -c "import struct,sys; d=bytearray(open(sys.argv[1],'rb').read()); h=10+struct.unpack('<H',d[8:10])[0]; n=(len(d)-h)//8; d[h+128:]=struct.pack('<%%dq' %% (n-16), *([-100]*(n-16))); open(sys.argv[2],'wb').write(d)" %S/inputs/hf-labels-as-ids.npy %t/all-padding.npy
+// RUN: not aicf train %S/../../onnx/hf_gpt2.onnx --batch 4 --ignore-index -100 --data %S/inputs/hf-ids.npy --data %t/all-padding.npy --epochs 1 --val-split 0 --no-runs-db --no-progress --out %t/allpad 2>&1 | FileCheck %s --check-prefix=ALLPAD
+// ALLPAD: every label of its batch is the loss's ignore_index (-100), and a mean over no labels is NaN (as PyTorch's)
+// RUN: aicf eval %S/../../onnx/hf_gpt2.onnx --ignore-index 5 --data %S/inputs/hf-ids.npy --data %t/padded.npy --checkpoint %t/ig/ck --out %t/igeval 2>&1 | FileCheck %s --check-prefix=IGOTHER
+// IGOTHER: note: --ignore-index 5: {{.*}}last.safetensors's model was trained with --ignore-index -100; it goes on with that
+// IGOTHER: loss

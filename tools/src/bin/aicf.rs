@@ -3522,13 +3522,26 @@ fn onnx_ignore_index_of_checkpoint(compile: &mut ModelArgs, checkpoint: &Path) {
         Some(Loss::Auto) | None => onnx::computes_its_loss(&compile.model).unwrap_or(true),
         Some(_) => false,
     };
-    if compile.ignore_index.is_some() || !is_onnx(&compile.model) || graph_loss {
+    if !is_onnx(&compile.model) || graph_loss {
         return;
     }
     let Ok(meta) = aicf_runtime::checkpoint::read_metadata(checkpoint) else { return };
     if let Some(ir) = meta.get(aicf_compiler::train::run::IR_KEY)
         && let Ok(sig) = aicf_compiler::train::data::Signature::of_source(ir, "the checkpoint's model")
     {
+        // Another given is the checkpoint's model's all the same (its IR:
+        // with another, the checkpoint was "of another model"): said.
+        if let Some(given) = compile.ignore_index
+            && sig.ignore_index != Some(given)
+            && collective::launcher_rank() == 0
+        {
+            eprintln!(
+                "note: --ignore-index {given}: {}'s model was trained with {}; it goes on with that (a loss over \
+                 other labels is another model's: train one)",
+                checkpoint.display(),
+                sig.ignore_index.map_or("none".to_string(), |i| format!("--ignore-index {i}"))
+            );
+        }
         compile.ignore_index = sig.ignore_index;
     }
 }
