@@ -1205,11 +1205,10 @@ fn fit_run(
                             "{}: the checkpoint is of another model (IR hash {saved}, this model's is {value}){}",
                             path.display(),
                             if own {
-                                format!(
-                                    "; {} is the model it trained (an ONNX model that an earlier AICF imported \
-                                     otherwise): give that",
-                                    first.display()
-                                )
+                                // (An ONNX model an earlier AICF imported
+                                // otherwise, an edited file, another
+                                // --ignore-index: the file names it all.)
+                                format!("; {} is the model its run started from: give that", first.display())
                             } else {
                                 String::new()
                             }

@@ -45,3 +45,10 @@
 // RUN: aicf runs compare 1 2 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=REPLICAS
 // REPLICAS: batch 64 32
 // REPLICAS: replicas 2 1
+// A checkpoint resumed with its model file edited since is of another
+// model; the error names the run's own first model beside it.
+// RUN: cp %S/../../../examples/mlp/digits_mlp.mlir %t/edited.mlir
+// RUN: aicf train %t/edited.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --checkpoint-dir %t/ed/ck --out %t/ed --no-runs-db --no-progress > /dev/null
+// RUN: sed -i 's/low = -0.125, high = 0.125/low = -0.12, high = 0.12/' %t/edited.mlir
+// RUN: not aicf train %t/edited.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --auto-resume --checkpoint-dir %t/ed/ck --out %t/ed --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=EDITED
+// EDITED: the checkpoint is of another model (IR hash {{[0-9a-f]+}}, this model's is {{[0-9a-f]+}}); {{.*}}ed/ck/model-v0.mlir is the model its run started from: give that
