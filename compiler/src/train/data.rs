@@ -3326,9 +3326,16 @@ impl Dataset {
                 // features times the classes) is large: the probe is to be
                 // cheap (about a second), whatever the shape of the data.
                 let most = probe_examples(per, classes.unwrap_or(1));
+                // An example's targets: one (a table's label), or several (a
+                // sequence's, an imported language model's [N, T] arrays):
+                // the statistics are over every target that counts, and the
+                // linear probe, one label an example, is of the first kind
+                // alone (a sequence's is the baseline: it learns nothing).
+                let width: usize = y.shape.iter().product::<usize>().max(1);
+                let targets_of = |e: usize| &y.values[e * width..(e + 1) * width];
                 // Examples labelled with the loss's ignore_index count for
                 // nothing (a classifier's only).
-                let counts_in = |e: &usize| classes.is_none() || sig.counts_label(y.values[*e]);
+                let counts_in = |e: &usize| classes.is_none() || width > 1 || sig.counts_label(y.values[*e]);
                 let train: Vec<usize> = r.train.iter().copied().filter(counts_in).take(most).collect();
                 let held: Vec<usize> = if r.held.is_empty() {
                     train.clone()
@@ -3339,14 +3346,20 @@ impl Dataset {
                     Some(c) => {
                         let mut counts = vec![0f64; c];
                         for e in r.train.iter().filter(|e| counts_in(e)) {
-                            counts[(y.values[*e] as usize).min(c - 1)] += 1.0;
+                            for &t in targets_of(*e).iter().filter(|&&t| sig.counts_label(t) && t >= 0.0) {
+                                counts[(t as usize).min(c - 1)] += 1.0;
+                            }
                         }
                         let total: f64 = counts.iter().sum::<f64>().max(1.0);
                         // max(0): one class gives -0, printed "-0.000".
                         let entropy =
                             (-counts.iter().filter(|&&n| n > 0.0).map(|n| n / total * (n / total).ln()).sum::<f64>())
                                 .max(0.0);
-                        let probe = softmax_probe(&train, &held, feature, |e| y.values[e] as usize, per, c);
+                        let probe = if width == 1 {
+                            softmax_probe(&train, &held, feature, |e| y.values[e] as usize, per, c)
+                        } else {
+                            entropy
+                        };
                         Problem {
                             name: name.into(),
                             task: "classification".into(),
@@ -3360,10 +3373,14 @@ impl Dataset {
                         }
                     }
                     None => {
-                        let targets: Vec<f64> = r.train.iter().map(|&e| y.values[e]).collect();
+                        let targets: Vec<f64> = r.train.iter().flat_map(|&e| targets_of(e).iter().copied()).collect();
                         let mean = targets.iter().sum::<f64>() / targets.len().max(1) as f64;
                         let var = targets.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / targets.len().max(1) as f64;
-                        let probe = least_squares_probe(&train, &held, feature, |e| y.values[e], per);
+                        let probe = if width == 1 {
+                            least_squares_probe(&train, &held, feature, |e| y.values[e], per)
+                        } else {
+                            var
+                        };
                         Problem {
                             name: name.into(),
                             task: "regression".into(),

@@ -40,3 +40,10 @@
 // RUN: aicf eval %S/../../onnx/hf_gpt2.onnx --ignore-index 5 --data %S/inputs/hf-ids.npy --data %t/padded.npy --checkpoint %t/ig/ck --out %t/igeval 2>&1 | FileCheck %s --check-prefix=IGOTHER
 // IGOTHER: note: --ignore-index 5: {{.*}}last.safetensors's model was trained with --ignore-index -100; it goes on with that
 // IGOTHER: loss
+// The registry's problem descriptor reads every target of a sequence's
+// examples (it read the first example's elements as each example's label:
+// a first row of padding recorded a label entropy of 0).
+// RUN: python3 -c "import struct,sys; d=bytearray(open(sys.argv[1],'rb').read()); h=10+struct.unpack('<H',d[8:10])[0]; d[h:h+128]=struct.pack('<16q',*([-100]*16)); open(sys.argv[2],'wb').write(d)" %S/inputs/hf-labels-as-ids.npy %t/first-row-padding.npy
+// RUN: aicf train %S/../../onnx/hf_gpt2.onnx --batch 4 --ignore-index -100 --data %S/inputs/hf-ids.npy --data %t/first-row-padding.npy --epochs 1 --runs-db %t/runs.sqlite --no-progress --out %t/firstpad > /dev/null
+// RUN: aicf runs show 1 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=ENTROPY
+// ENTROPY: label entropy {{[1-9][0-9]*\.[0-9]+|0\.[0-9]*[1-9]}}
