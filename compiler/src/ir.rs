@@ -116,13 +116,7 @@ pub(crate) fn arg_float_attr(func: MlirOperation, i: usize, key: &str) -> Option
 /// model's `hl.name`), where it has one.
 pub(crate) fn arg_string_attr(func: MlirOperation, i: usize, key: &str) -> Option<String> {
     let value = arg_attr(func, i, key)?;
-    unsafe {
-        if !mlirAttributeIsAString(value) {
-            return None;
-        }
-        let s = mlirStringAttrGetValue(value);
-        Some(String::from_utf8_lossy(std::slice::from_raw_parts(s.data as *const u8, s.length)).into_owned())
-    }
+    unsafe { mlirAttributeIsAString(value).then(|| ffi::to_string(mlirStringAttrGetValue(value))) }
 }
 
 /// Ends `region`'s (single) block with `func.return outputs` and wraps the

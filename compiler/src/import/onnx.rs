@@ -1499,7 +1499,7 @@ fn import_model_at(
                         entries.push(format!("hl.fill = {} : f64", crate::nn::ops::float_literal(*v, DType::F64)));
                     }
                     if let Some(n) = names.get(i) {
-                        entries.push(format!("hl.name = {}", mlir_string(n)));
+                        entries.push(format!("hl.name = {}", crate::ir::quoted(n)));
                     }
                     format!("{{{}}}", entries.join(", "))
                 })
@@ -2663,21 +2663,6 @@ struct Const {
     dims: Vec<usize>,
     vals: Vec<f64>,
     float: bool,
-}
-
-/// `s` as an MLIR string literal: quotes, backslashes and bytes outside
-/// printable ASCII escaped (`\XX`).
-fn mlir_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for b in s.bytes() {
-        match b {
-            b'"' | b'\\' => out.push_str(&format!("\\{:02X}", b)),
-            0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\{:02X}", b)),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Whether GatherND `indices` (its last axis a whole index of `dims`) name
@@ -4933,8 +4918,10 @@ impl Importer<'_> {
                     Some(V::C(c)) => computed.iter().find_map(|x| one_row(c, x)).map(|r| Some(V::C(r))),
                     _ => None,
                 };
-                if ins.iter().any(|v| row(v).is_some()) {
-                    one_rows = ins.iter().map(|v| row(v).unwrap_or_else(|| v.clone())).collect::<Vec<_>>();
+                let rows: Vec<Option<Option<V>>> = ins.iter().map(row).collect();
+                if rows.iter().any(Option::is_some) {
+                    one_rows =
+                        rows.into_iter().zip(ins).map(|(r, v)| r.unwrap_or_else(|| v.clone())).collect::<Vec<_>>();
                     &one_rows[..]
                 } else {
                     ins
@@ -7663,13 +7650,9 @@ impl Importer<'_> {
                         let mut to: Vec<i64> = dims[..a].iter().map(|&d| d as i64).collect();
                         to.extend(i.dims.iter().map(|&d| d as i64));
                         to.extend(dims[a + 1..].iter().map(|&d| d as i64));
-                        let source = node
-                            .input
-                            .first()
-                            .and_then(|n| self.reshaped_from.get(n))
-                            .filter(|x| x.shape().iter().product::<usize>() == data.shape().iter().product::<usize>())
-                            .unwrap_or(data)
-                            .clone();
+                        // (A reshape keeps its elements: the chain's first
+                        // tensor holds as many.)
+                        let source = node.input.first().and_then(|n| self.reshaped_from.get(n)).unwrap_or(data).clone();
                         if let Some(out) = node.output.first() {
                             self.reshaped_from.insert(out.clone(), source.clone());
                         }

@@ -126,12 +126,7 @@ pub fn write_steps(path: &Path, records: &[StepRecord]) -> Result<()> {
             _ => Ok(()),
         };
     }
-    let mut text = String::new();
-    for r in records {
-        text.push_str(&serde_json::to_string(r).map_err(|e| io(path)(e.to_string()))?);
-        text.push('\n');
-    }
-    write_file(path, text.as_bytes())
+    write_json_lines(path, records)
 }
 
 /// Appends `record` to `path` (a line at a time: a long run logs often,
@@ -187,6 +182,11 @@ pub fn read_metrics_noting(path: &Path, before: usize) -> (Vec<EpochRecord>, Opt
 
 /// Writes `records` to `path` as JSON lines (atomically).
 pub fn write_metrics(path: &Path, records: &[EpochRecord]) -> Result<()> {
+    write_json_lines(path, records)
+}
+
+/// Writes `records` to `path` as JSON lines (atomically).
+fn write_json_lines<T: serde::Serialize>(path: &Path, records: &[T]) -> Result<()> {
     let mut text = String::new();
     for r in records {
         text.push_str(&serde_json::to_string(r).map_err(|e| io(path)(e.to_string()))?);

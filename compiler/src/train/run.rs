@@ -974,9 +974,7 @@ fn fit_run(
     if let (true, true, None, Some(dir)) = (first_rank, run.resume, &run.resume_from, &run.checkpoint_dir)
         && !dir.join("last.safetensors").is_file()
     {
-        // A run still in its first epoch holds the directory's lock.
-        let busy = std::fs::File::open(dir.join(".lock"))
-            .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)));
+        let busy = directory_busy(dir);
         let held = latest_checkpoint_left(dir);
         let message = if busy {
             "no checkpoint yet: another run is writing this directory and has not saved its first (resume once it \
@@ -2248,6 +2246,13 @@ impl Recorder {
             late: std::cell::RefCell::new(Some(row)),
         })
     }
+}
+
+/// Whether another run holds checkpoint directory `dir`'s lock (a run
+/// still in its first epoch has no checkpoint there yet).
+pub fn directory_busy(dir: &Path) -> bool {
+    std::fs::File::open(dir.join(".lock"))
+        .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
 /// The latest checkpoint a checkpoint directory holds without its

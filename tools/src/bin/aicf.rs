@@ -3516,19 +3516,24 @@ fn run_settings(
 /// --ignore-index is imported with its run's (its IR's cross-entropy's):
 /// without it, another model.
 fn onnx_ignore_index_of_checkpoint(compile: &mut ModelArgs, checkpoint: &Path) {
-    // (A graph's own loss keeps what it was exported with.)
-    let graph_loss = match &compile.loss {
-        Some(Loss::Graph(_)) => true,
-        Some(Loss::Auto) | None => onnx::computes_its_loss(&compile.model).unwrap_or(true),
-        Some(_) => false,
-    };
-    if !is_onnx(&compile.model) || graph_loss {
+    if !is_onnx(&compile.model) {
         return;
     }
     let Ok(meta) = aicf_runtime::checkpoint::read_metadata(checkpoint) else { return };
     if let Some(ir) = meta.get(aicf_compiler::train::run::IR_KEY)
         && let Ok(sig) = aicf_compiler::train::data::Signature::of_source(ir, "the checkpoint's model")
+        && (sig.ignore_index.is_some() || compile.ignore_index.is_some())
     {
+        // (A graph's own loss keeps what it was exported with: the model
+        // is read for it only here.)
+        let graph_loss = match &compile.loss {
+            Some(Loss::Graph(_)) => true,
+            Some(Loss::Auto) | None => onnx::computes_its_loss(&compile.model).unwrap_or(true),
+            Some(_) => false,
+        };
+        if graph_loss {
+            return;
+        }
         // Another given is the checkpoint's model's all the same (its IR:
         // with another, the checkpoint was "of another model"): said.
         if let Some(given) = compile.ignore_index
@@ -3934,8 +3939,7 @@ fn auto_resumed(dir: &Path) -> (bool, Option<PathBuf>) {
         }
         return (false, Some(previous));
     }
-    let busy = std::fs::File::open(dir.join(".lock"))
-        .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)));
+    let busy = aicf_compiler::train::run::directory_busy(dir);
     // (A checkpoint directory that is a file is the run's error to say.)
     let elsewhere = std::fs::metadata(dir).is_ok_and(|m| !m.is_dir());
     if !busy && says && !elsewhere {
