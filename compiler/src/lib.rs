@@ -93,6 +93,7 @@ pub mod consistency;
 pub mod context;
 pub mod eager;
 pub mod error;
+pub mod export;
 pub mod ffi;
 pub mod import;
 pub mod interp;

@@ -630,8 +630,8 @@ fn type_of(v: MlirValue) -> Result<(Vec<usize>, DType), String> {
     Ok((spec.shape, spec.dtype))
 }
 
-/// The elements of an `hl.constant`.
-fn constant(op: MlirOperation, shape: Vec<usize>, dtype: DType) -> Result<Array, String> {
+/// The elements of an `hl.constant` (the ONNX export's too).
+pub(crate) fn constant(op: MlirOperation, shape: Vec<usize>, dtype: DType) -> Result<Array, String> {
     let a = attr(op, "value")?;
     if !unsafe { mlirAttributeIsADenseElements(a) } {
         return Err("only dense constants are supported".into());

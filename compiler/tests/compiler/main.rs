@@ -6,6 +6,7 @@ mod api;
 mod autodiff;
 mod cpu;
 mod eager;
+mod export;
 mod gpu;
 mod interp;
 mod lowering;
