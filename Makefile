@@ -4,7 +4,7 @@
 CARGO ?= cargo
 AICF_OPT := target/debug/aicf-opt
 
-.PHONY: all setup build demo grow grow-lm test lit check-runtime-deps gpu-bundle gpu-pack gpu-pack-eager fmt clean onnx-venv onnx-fixtures onnx-conformance
+.PHONY: all setup build demo grow grow-lm test lit check-runtime-deps gpu-bundle gpu-pack gpu-pack-eager fmt clean onnx-venv onnx-fixtures onnx-conformance onnx-export-check
 
 all: build
 
@@ -71,6 +71,12 @@ onnx-conformance: onnx-venv build
 	$(ONNX_VENV)/bin/python tools/onnx/node_tests.py target/onnx-node
 	AICF_ONNX_NODE_TESTS=$(CURDIR)/target/onnx-node $(CARGO) test -p aicf-compiler --test compiler \
 		onnx_conformance_table -- --ignored --nocapture
+
+# `aicf export`'s ONNX files (the examples, every op it writes) run in
+# onnxruntime after onnx.checker's full check, against the interpreter.
+onnx-export-check: onnx-venv
+	AICF_ONNX_PYTHON=$(ONNX_VENV)/bin/python $(CARGO) test -p aicf-compiler --test compiler \
+		exported_models_run_in_onnxruntime -- --ignored --nocapture
 
 test: setup check-runtime-deps
 	$(CARGO) test --workspace

@@ -174,7 +174,16 @@ pub fn export_onnx(source: &str, name: &str, options: &ExportOptions) -> Result<
         match crate::pipeline::rebatched_source(source, name, b + 1) {
             Ok(s) => Some(s),
             Err(e) => {
-                fixed_because = Some(format!("the model does not retarget to another batch size ({e})"));
+                // (The pass's own line, not the pipeline's.)
+                let text = e.to_string();
+                let line = text
+                    .lines()
+                    .find(|l| l.contains("hl-set-batch: "))
+                    .or(text.lines().find(|l| l.contains("error: ")))
+                    .or(text.lines().next())
+                    .unwrap_or("");
+                let why = line.replace("error: hl-set-batch: ", "").replace("error: ", "");
+                fixed_because = Some(format!("the model does not retarget to another batch size ({})", why.trim()));
                 None
             }
         }
@@ -290,6 +299,15 @@ fn attr_f(name: &str, f: f64) -> AttributeProto {
         name: Some(name.into()),
         r#type: Some(AttributeType::Float as i32),
         f: Some(f as f32),
+        ..Default::default()
+    }
+}
+
+fn attr_s(name: &str, s: &str) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(AttributeType::String as i32),
+        s: Some(s.as_bytes().to_vec()),
         ..Default::default()
     }
 }
@@ -517,6 +535,13 @@ impl<'o> Builder<'o> {
         let args = arguments(forward);
         let other_args = self.other.map(|(f, _)| arguments(f));
         let other_ops = self.other.map(|(f, _)| ir::ops_of(body(f)));
+        let ops = ir::ops_of(body(forward));
+        // Parameters keep their names: no input or constant takes one first.
+        for &op in &ops {
+            if let Some(p) = ir::flat_symbol(op, "name").filter(|_| op_name(op).starts_with("hl.get_")) {
+                self.taken.insert(p);
+            }
+        }
         let mut inputs = Vec::new();
         let mut ports = Vec::new();
         // Which input the preprocessing reads: the one float input.
@@ -558,7 +583,6 @@ impl<'o> Builder<'o> {
             let read = if preprocessed == Some(i) { self.preprocess(&name, &spec)? } else { name };
             self.names.insert(ir::key(a), read);
         }
-        let ops = ir::ops_of(body(forward));
         if let Some(o) = &other_ops
             && (o.len() != ops.len() || o.iter().zip(&ops).any(|(a, b)| op_name(*a) != op_name(*b)))
         {
@@ -594,10 +618,16 @@ impl<'o> Builder<'o> {
                 self.names.insert(ir::key(unsafe { mlirOperationGetResult(op, 0) }), r);
             }
         }
+        // Constants no node reads (a random op's seed) are left out.
+        let read: HashSet<&String> = self.nodes.iter().flat_map(|n| &n.input).collect();
+        let initializers: Vec<TensorProto> = std::mem::take(&mut self.initializers)
+            .into_iter()
+            .filter(|t| t.name.as_ref().is_some_and(|n| read.contains(n)))
+            .collect();
         let graph = GraphProto {
             node: std::mem::take(&mut self.nodes),
             name: Some(opts.graph_name.clone()),
-            initializer: std::mem::take(&mut self.initializers),
+            initializer: initializers,
             input: inputs,
             output: outputs,
             ..Default::default()
@@ -673,7 +703,6 @@ impl<'o> Builder<'o> {
                         ))
                         .into());
                     }
-                    self.taken.insert(p.clone());
                     self.initializer(&p, dtype, &spec.shape, e.bytes.clone());
                     self.parameters += 1;
                 }
@@ -954,12 +983,48 @@ impl<'o> Builder<'o> {
                 let p = self.node("Softmax", &[&scaled], vec![attr_i("axis", -1)]);
                 Ok(Some(self.node("MatMul", &[&p, &x[2]], vec![])))
             }
-            "hl.random_like" => Err(ExportError::Model(
-                "@forward draws random numbers (hl.random_like): an exported model computes the same output for the \
-                 same input; draw them outside it, or export a model without them"
-                    .into(),
-            )
-            .into()),
+            "hl.random_like" => {
+                let (a, b) = (float("a")?, float("b")?);
+                let normal = ir::string_attr(op, "kind").as_deref() == Some("normal");
+                if (normal && b == 0.0) || (!normal && a == b) {
+                    // No randomness: `a` everywhere (an import's inference
+                    // form of a reparameterization, its deviation 0).
+                    let value = self.scalar(dtype, a);
+                    let shape = self.node("Shape", &[&x[0]], vec![]);
+                    return Ok(Some(self.node("Expand", &[&value, &shape], vec![])));
+                }
+                // ONNX's own draws (its seed is the runtime's).
+                let attrs = if normal {
+                    vec![attr_f("mean", a), attr_f("scale", b)]
+                } else {
+                    vec![attr_f("low", a), attr_f("high", b)]
+                };
+                let onnx = if normal { "RandomNormalLike" } else { "RandomUniformLike" };
+                Ok(Some(self.node(onnx, &[&x[0]], attrs)))
+            }
+            "hl.gather_backward" => Ok(Some(self.scatter_add(op, &x, other, dtype)?)),
+            "hl.slice_backward" => {
+                let (start, limit, strides) = (ints("start")?, ints("limit")?, ints("strides")?);
+                if strides.iter().any(|&s| s != 1) {
+                    return Err(ExportError::Model(
+                        "hl.slice_backward of a strided slice has no ONNX form in this export".into(),
+                    )
+                    .into());
+                }
+                let ends: Vec<i64> = spec.shape.iter().zip(&limit).map(|(&d, &l)| d as i64 - l).collect();
+                if let Some(o) = other {
+                    let there = ir::spec(unsafe { mlirOperationGetResult(o, 0) }).shape;
+                    let olimit = ir::i64_array(o, "limit").unwrap_or_default();
+                    let oends: Vec<i64> = there.iter().zip(&olimit).map(|(&d, &l)| d as i64 - l).collect();
+                    if oends != ends || ir::i64_array(o, "start").unwrap_or_default() != start {
+                        return Err(NotDynamic("a padded window follows the batch size".into()).into());
+                    }
+                }
+                let mut pads = start.clone();
+                pads.extend(ends);
+                let p = self.ints(&pads);
+                Ok(Some(self.node("Pad", &[&x[0], &p], vec![])))
+            }
             other if is_training_only(other) => Err(ExportError::Model(format!(
                 "{other} is an op of a train step (a fused or differentiated one); export the model as written, \
                  whose @forward it is not part of"
@@ -967,6 +1032,49 @@ impl<'o> Builder<'o> {
             .into()),
             other => Err(ExportError::Model(format!("{other} has no ONNX form in this export")).into()),
         }
+    }
+
+    /// `hl.gather_backward`: `x[0]`'s slices added into zeros of the
+    /// result's shape at the indices `x[1]` on the op's axis (ScatterND
+    /// with `add`, the axis moved first and back).
+    fn scatter_add(
+        &mut self,
+        op: MlirOperation,
+        x: &[String],
+        other: Option<MlirOperation>,
+        dtype: DType,
+    ) -> Result<String, Failure> {
+        let axis = ir::int_attr(op, "axis").ok_or_else(|| ExportError::Model(missing("axis")))? as usize;
+        let result = unsafe { mlirOperationGetResult(op, 0) };
+        let dims = self.dims(result, other.map(|o| unsafe { mlirOperationGetResult(o, 0) }))?;
+        let index_rank = ir::spec(ir::operands(op)[1]).shape.len();
+        let rank = dims.len();
+        // Zeros with the axis first.
+        let mut moved = vec![dims[axis]];
+        moved.extend(dims[..axis].iter().chain(&dims[axis + 1..]).copied());
+        let zero = self.scalar(dtype, 0.0);
+        let shape = self.shape(&moved);
+        let zeros = self.node("Expand", &[&zero, &shape], vec![]);
+        // The gradient with the index dimensions first.
+        let grad = if axis == 0 {
+            x[0].clone()
+        } else {
+            let perm: Vec<i64> = (axis..axis + index_rank)
+                .chain(0..axis)
+                .chain(axis + index_rank..rank - 1 + index_rank)
+                .map(|d| d as i64)
+                .collect();
+            self.node("Transpose", &[&x[0]], vec![attr_ints("perm", &perm)])
+        };
+        let wide = self.node("Cast", &[&x[1]], vec![attr_i("to", DataType::Int64 as i64)]);
+        let last = self.ints(&[-1]);
+        let indices = self.node("Unsqueeze", &[&wide, &last], vec![]);
+        let summed = self.node("ScatterND", &[&zeros, &indices, &grad], vec![attr_s("reduction", "add")]);
+        if axis == 0 {
+            return Ok(summed);
+        }
+        let back: Vec<i64> = (1..=axis).chain([0]).chain(axis + 1..rank).map(|d| d as i64).collect();
+        Ok(self.node("Transpose", &[&summed], vec![attr_ints("perm", &back)]))
     }
 
     /// `x` with its last two axes swapped (of a tensor of `rank`).
@@ -1017,7 +1125,7 @@ fn same_type(stored: aicf_runtime::artifact::DType, dtype: DType) -> bool {
 }
 
 fn is_training_only(name: &str) -> bool {
-    name.ends_with("_backward")
+    (name.ends_with("_backward") && !matches!(name, "hl.gather_backward" | "hl.slice_backward"))
         || matches!(
             name,
             "hl.gemm"

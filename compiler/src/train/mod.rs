@@ -7,6 +7,7 @@
 pub mod adapt;
 pub mod data;
 pub mod eval;
+pub mod export;
 pub mod predict;
 pub mod propose;
 pub mod registry;

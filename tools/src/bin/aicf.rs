@@ -734,6 +734,33 @@ enum Command {
         #[arg(long, default_value = "target/aicf-predict")]
         out: PathBuf,
     },
+    /// A trained model as an ONNX file for onnxruntime, TensorRT or any
+    /// runtime that reads ONNX: @forward with a checkpoint's parameters (or
+    /// an imported model's own weights), at a dynamic batch where the model
+    /// allows one, reading features as the checkpoint's run read them.
+    Export {
+        #[command(flatten)]
+        compile: ModelArgs,
+        /// A checkpoint written by `aicf train --checkpoint-dir` (the
+        /// directory stands for its last.safetensors); without one, the
+        /// model's own weights (an imported ONNX model's).
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+        /// The ONNX file to write (.onnx).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// The graph takes features as the model saw them. By default it
+        /// first reads them as the checkpoint's run read its data: divided
+        /// by the table's scale, or standardized (--standardize), so that
+        /// it takes rows as the data file holds them, as `aicf predict`
+        /// does.
+        #[arg(long)]
+        raw_features: bool,
+        /// Where a checkpoint's own model version (a grown one) and an ONNX
+        /// model's import are written.
+        #[arg(long, default_value = "target/aicf-export")]
+        out: PathBuf,
+    },
     /// The compile cache ($AICF_CACHE_DIR, else ~/.cache/aicf): what it
     /// holds, and cleaning it (it grows with every model and shape
     /// compiled, and nothing removes it).
@@ -930,7 +957,8 @@ fn checkpoints_in_dirs(command: &mut Command) -> Result<()> {
     match command {
         Command::Eval { checkpoint: Some(checkpoint), .. }
         | Command::Sample { checkpoint, .. }
-        | Command::Predict { checkpoint: Some(checkpoint), .. } => file(checkpoint, "--checkpoint"),
+        | Command::Predict { checkpoint: Some(checkpoint), .. }
+        | Command::Export { checkpoint: Some(checkpoint), .. } => file(checkpoint, "--checkpoint"),
         Command::Train { resume_from: Some(p), .. } => file(p, "--resume-from"),
         _ => Ok(()),
     }
@@ -967,6 +995,10 @@ fn regular_inputs(command: &Command) -> Result<()> {
             inputs.extend(checkpoint.as_deref().map(|p| (p, "--checkpoint")));
             inputs.extend(data.iter().map(|p| (p.as_path(), "--data")));
         }
+        Command::Export { compile, checkpoint, .. } => {
+            inputs.push((&compile.model, "the model"));
+            inputs.extend(checkpoint.as_deref().map(|p| (p, "--checkpoint")));
+        }
         Command::Runs { .. } | Command::Propose { .. } | Command::Cache { .. } => {}
     }
     for (path, what) in inputs {
@@ -990,6 +1022,7 @@ fn regular_inputs(command: &Command) -> Result<()> {
         }
         // (Its weights go beside it: /dev/null.weights.safetensors.)
         Command::Import { output, .. } => outputs.extend(output.as_deref().map(|p| (p, "-o", true))),
+        Command::Export { output, .. } => outputs.push((output, "-o", true)),
         _ => {}
     }
     for (path, what, devices) in outputs {
@@ -1074,7 +1107,11 @@ fn main() {
     // data-parallel run, whose MPI sockets must fail loudly. (`sample`
     // ends its text quietly on a closed pipe itself.)
     let quiet_pipe = match &cli.command {
-        Command::Runs { .. } | Command::Propose { .. } | Command::Import { .. } | Command::Predict { .. } => true,
+        Command::Runs { .. }
+        | Command::Propose { .. }
+        | Command::Import { .. }
+        | Command::Predict { .. }
+        | Command::Export { .. } => true,
         Command::Compile { compile, .. } | Command::Eval { compile, .. } | Command::Bench { compile, .. } => {
             !compile.data_parallel
         }
@@ -1530,6 +1567,14 @@ fn main() {
                     predict(&compile, &device, &data, checkpoint.as_deref(), (values, result), to, &out)
                 })
         }
+        Command::Export { mut compile, checkpoint, output, raw_features, out } => {
+            resumed_from = checkpoint.clone();
+            // (An ONNX model's --batch binds its import's symbolic batch.)
+            let fixed = if given("batch") && !is_onnx(&compile.model) { compile.batch } else { None };
+            let settings = (given("batch"), given("precision"), given("loss"));
+            run_settings(&mut compile, checkpoint.as_deref(), settings)
+                .and_then(|()| export(&compile, checkpoint.as_deref(), &output, (fixed, raw_features), &out))
+        }
         Command::Runs { what, runs_db } => runs(what, runs_db),
         Command::Cache { what } => cache(what),
         Command::Propose { data, task, budget, structure, neighbours, next, output, policy, json, runs_db, force } => {
@@ -1645,7 +1690,7 @@ fn no_training_options(matches: &clap::ArgMatches) -> Result<()> {
             ));
         }
     }
-    let Some((command @ ("eval" | "sample" | "predict"), sub)) = matches.subcommand() else { return Ok(()) };
+    let Some((command @ ("eval" | "sample" | "predict" | "export"), sub)) = matches.subcommand() else { return Ok(()) };
     let given: Vec<&str> = TRAINING
         .iter()
         .filter(|(id, _)| {
@@ -4428,6 +4473,70 @@ fn predict(
             }
             _ => {}
         },
+    }
+    Ok(())
+}
+
+/// `aicf export`: the model's @forward as an ONNX file (`fixed`: a batch
+/// the user gave, which the export keeps).
+fn export(
+    c: &ModelArgs,
+    checkpoint: Option<&Path>,
+    output: &Path,
+    (fixed, raw_features): (Option<usize>, bool),
+    out: &Path,
+) -> Result<()> {
+    no_loss(c, "export")?;
+    if output.is_dir() {
+        return Err(format!("-o {}: is a directory, not a file", output.display()));
+    }
+    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty() && !p.is_dir()) {
+        if let Some(file) = parent.ancestors().find(|a| a.is_file()) {
+            return Err(format!(
+                "-o {}: {} is a file, not a directory to write it in",
+                output.display(),
+                file.display()
+            ));
+        }
+        run::make_dir(parent).map_err(|e| format!("-o {}: {e}", output.display()))?;
+    }
+    aicf_compiler::train::refuse_overwriting_weights(output, "the ONNX model")
+        .map_err(|e| format!("-o {}: {e}", output.display()))?;
+    for given in [Some(&c.model), checkpoint.map(Path::to_path_buf).as_ref()].into_iter().flatten() {
+        if aicf_compiler::train::same_path(output, given) {
+            return Err(format!("-o {}: is an input of this command; give another file", output.display()));
+        }
+    }
+    // An hl model is exported at the batch asked for (else a dynamic one),
+    // not retargeted to a file first; an ONNX model's import binds its
+    // batch (the checkpoint's run's).
+    let mut model_args = c.clone();
+    if !is_onnx(&c.model) {
+        model_args.batch = None;
+    }
+    let (model, _) = hl_model_ordered(&model_args, out, Say::Stderr)?;
+    let request = aicf_compiler::train::export::ExportRequest {
+        model: &model,
+        checkpoint,
+        output,
+        batch: fixed,
+        raw_features,
+        out,
+    };
+    let exported = aicf_compiler::train::export::export(&request, &mut ToStderr).map_err(|e| e.to_string())?;
+    let ports = |p: &[aicf_compiler::export::Port]| p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ");
+    println!(
+        "{} written: ONNX opset {}, {} parameter tensor{}, {} nodes",
+        output.display(),
+        aicf_compiler::export::OPSET,
+        exported.parameters,
+        if exported.parameters == 1 { "" } else { "s" },
+        exported.model.graph.as_ref().map_or(0, |g| g.node.len())
+    );
+    println!("  inputs: {}", ports(&exported.inputs));
+    println!("  outputs: {}", ports(&exported.outputs));
+    if let Err((batch, why)) = &exported.batch {
+        eprintln!("note: the batch is fixed at {batch}: {why}; --batch N exports another fixed size");
     }
     Ok(())
 }
