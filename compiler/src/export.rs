@@ -83,6 +83,9 @@ pub struct ExportOptions<'a> {
     pub preprocess: Preprocess,
     /// A dynamic batch where the model allows one; else the model's own.
     pub dynamic_batch: bool,
+    /// The names of `@forward`'s results (an imported model's own graph
+    /// outputs), where there is one for each; else `output`, `output_1`.
+    pub output_names: Vec<String>,
     /// The graph's name and the model's `doc_string`.
     pub graph_name: String,
     pub doc: String,
@@ -432,17 +435,34 @@ impl<'o> Builder<'o> {
         });
     }
 
+    /// A constant of the graph: a `Constant` node, so that the
+    /// initializers are the parameters alone (a PyTorch user loads them by
+    /// name into a `state_dict`).
     fn constant(&mut self, stem: &str, dtype: DType, dims: &[usize], values: &[f64]) -> String {
+        self.constant_bytes(stem, dtype, dims, bytes_of(values, dtype))
+    }
+
+    fn constant_bytes(&mut self, stem: &str, dtype: DType, dims: &[usize], bytes: Vec<u8>) -> String {
         let name = self.fresh(stem);
-        self.initializer(&name, dtype, dims, bytes_of(values, dtype));
+        let value = TensorProto {
+            dims: dims.iter().map(|&d| d as i64).collect(),
+            data_type: Some(onnx_type(dtype) as i32),
+            raw_data: Some(bytes),
+            ..Default::default()
+        };
+        let attr = AttributeProto {
+            name: Some("value".into()),
+            r#type: Some(AttributeType::Tensor as i32),
+            t: Some(value),
+            ..Default::default()
+        };
+        self.push("Constant", &[], vec![attr], &name);
         name
     }
 
     fn ints(&mut self, values: &[i64]) -> String {
-        let name = self.fresh("shape");
         let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        self.initializer(&name, DType::I64, &[values.len()], bytes);
-        name
+        self.constant_bytes("shape", DType::I64, &[values.len()], bytes)
     }
 
     fn scalar(&mut self, dtype: DType, v: f64) -> String {
@@ -597,7 +617,12 @@ impl<'o> Builder<'o> {
                 let values = ir::operands(op);
                 for (k, &v) in values.iter().enumerate() {
                     let src = self.input(v)?;
-                    let out = self.claim(&if values.len() == 1 { "output".to_string() } else { format!("output_{k}") });
+                    let want = match opts.output_names.get(k).filter(|_| opts.output_names.len() == values.len()) {
+                        Some(n) => n.clone(),
+                        None if values.len() == 1 => "output".to_string(),
+                        None => format!("output_{k}"),
+                    };
+                    let out = self.claim(&want);
                     self.push("Identity", &[&src], vec![], &out);
                     let spec = ir::spec(v);
                     let dims = self.dims(v, other.map(|o| ir::operands(o)[k]))?;
@@ -619,13 +644,17 @@ impl<'o> Builder<'o> {
             }
         }
         // Constants no node reads (a random op's seed) are left out.
-        let read: HashSet<&String> = self.nodes.iter().flat_map(|n| &n.input).collect();
+        let read: HashSet<String> = self.nodes.iter().flat_map(|n| n.input.iter().cloned()).collect();
         let initializers: Vec<TensorProto> = std::mem::take(&mut self.initializers)
             .into_iter()
             .filter(|t| t.name.as_ref().is_some_and(|n| read.contains(n)))
             .collect();
+        let nodes: Vec<NodeProto> = std::mem::take(&mut self.nodes)
+            .into_iter()
+            .filter(|n| n.op_type.as_deref() != Some("Constant") || n.output.iter().any(|o| read.contains(o)))
+            .collect();
         let graph = GraphProto {
-            node: std::mem::take(&mut self.nodes),
+            node: nodes,
             name: Some(opts.graph_name.clone()),
             initializer: initializers,
             input: inputs,

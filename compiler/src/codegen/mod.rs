@@ -327,6 +327,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let target = aicf_runtime::checkpoint::through_links(path);
     aicf_runtime::checkpoint::refuse_replacing_special(&target).map_err(|m| io_error(path, m))?;
     let tmp = aicf_runtime::checkpoint::temp_beside(&target, &format!("{}.{}.tmp", std::process::id(), thread_tag()));
+    // (A signal during the write removes the file: an export's 44 MB were
+    // left beside the output.)
+    let _writing = aicf_runtime::checkpoint::PartialGuard::new(&tmp);
     std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, &target)).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         io_error(path, e)

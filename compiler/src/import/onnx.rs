@@ -662,6 +662,24 @@ impl Imported {
 /// the ONNX model at `path`: `Some(None)` where it is symbolic (the batch
 /// `--batch` binds), `Some(Some(d))` where it is fixed; `None` where the
 /// file does not read.
+/// The names of the graph's outputs but those declared scalars (a loss it
+/// computes): what `@forward` of its import returns, in order. Empty where
+/// the file does not read.
+pub fn output_names(path: &Path) -> Vec<String> {
+    use aicf_onnx::proto::type_proto::Value;
+    let scalar = |o: &proto::ValueInfoProto| {
+        matches!(
+            o.r#type.as_ref().and_then(|t| t.value.as_ref()),
+            Some(Value::TensorType(t)) if t.shape.as_ref().is_some_and(|s| s.dim.is_empty())
+        )
+    };
+    let Ok(model) = aicf_onnx::load(path) else { return Vec::new() };
+    model
+        .graph
+        .map(|g| g.output.iter().filter(|o| !scalar(o)).filter_map(|o| o.name.clone()).collect())
+        .unwrap_or_default()
+}
+
 pub fn leading_dim(path: &Path) -> Option<Option<usize>> {
     use aicf_onnx::proto::tensor_shape_proto::dimension::Value;
     let model = aicf_onnx::load(path).ok()?;

@@ -686,6 +686,9 @@ pub struct DataOptions {
     /// training rows' (a checkpoint's `feature_standardize`, as
     /// [`Standardization::to_metadata`] writes it).
     pub feature_stats: Option<String>,
+    /// The columns a checkpoint's run trained on (its [`COLUMNS_KEY`]): a
+    /// table with a header is checked against them.
+    pub columns: Option<String>,
     /// Tables and arrays read for predictions (`aicf predict`): every row,
     /// in the file's order (none held out), and the targets may be absent
     /// (a table of features alone, arrays for the data inputs alone); those
@@ -793,6 +796,7 @@ impl Default for DataOptions {
             whole_text: false,
             standardize: false,
             feature_stats: None,
+            columns: None,
             predicting: false,
             starting: false,
         }
@@ -917,13 +921,13 @@ pub fn other_magnitude(name: &str, recorded: Option<&String>, dataset: &Dataset)
         return None;
     }
     Some(format!(
-        "{name}: the model reads these features at a scale of {} (99% of their magnitudes up to that), and its run \
-         trained on features at a scale of {} ({}x {}): if they are the same kind of data, give them as the run's \
-         data held them (scaled alike), or the model's outputs on them mean little",
+        "{name}: the model reads these features {}x {} than those its run trained on (at a scale of {}, 99% of \
+         their magnitudes up to that, against {}): if they are the same kind of data, give them as the run's data \
+         held them (scaled alike, the same columns in the same order), or the model's outputs on them mean little",
+        super::rate_text(if ratio > 1.0 { ratio } else { 1.0 / ratio }),
+        if ratio > 1.0 { "larger" } else { "smaller" },
         super::rate_text(now),
         super::rate_text(trained),
-        super::rate_text(if ratio > 1.0 { ratio } else { 1.0 / ratio }),
-        if ratio > 1.0 { "larger" } else { "smaller" }
     ))
 }
 
@@ -1483,7 +1487,7 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 
 /// Whether `path` is read decompressed (its name ends in `.gz`).
 fn gzipped(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "gz")
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"))
 }
 
 /// The error of a read of `path` through [`open_data`]'s reader.
@@ -1640,7 +1644,7 @@ fn parse_table(
     class_labels: Option<Option<i64>>,
     expect: Option<(usize, &dyn Fn(usize) -> String)>,
     unread_label: Option<usize>,
-) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>, Option<String>)> {
+) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>, Header)> {
     let name = path.display().to_string();
     // Commas in quotes count too: only a row far wider is refused there.
     let most = match expect {
@@ -1670,7 +1674,10 @@ fn parse_table(
     let mut labels: Vec<f64> = Vec::new();
     let mut width = None;
     let mut lines = Vec::new();
-    let mut header: Option<String> = None;
+    let mut header: Option<Vec<String>> = None;
+    // A first row of 0, 1, ..., n-1 narrower than pandas' names are taken
+    // for without a look (six cells): its line, decided at the end.
+    let mut numbered_first: Option<u64> = None;
     loop {
         n += 1;
         match reader.read_record(&mut record) {
@@ -1699,9 +1706,7 @@ fn parse_table(
             if cells.iter().all(|c| c.parse::<f64>().is_err())
                 && cells.iter().any(|c| c.chars().any(char::is_alphabetic))
             {
-                let shown: Vec<&str> = cells.iter().take(6).copied().collect();
-                let more = if cells.len() > 6 { format!(", ... ({} names)", cells.len()) } else { String::new() };
-                header = Some(format!("{}{more}", shown.join(", ")));
+                header = Some(cells.iter().map(|c| c.to_string()).collect());
                 continue;
             }
         }
@@ -1709,11 +1714,16 @@ fn parse_table(
         // 0, 1, ..., n-1 first; with its index, an empty cell before them)
         // are numbers, and were read as a row of data without a word (an
         // extra example, every prediction one row off).
-        if lines.is_empty() && record.len() >= 6 {
+        if lines.is_empty() && record.len() >= 2 {
             let cells: Vec<&str> = record.iter().map(str::trim).collect();
             let indexed = cells[0].is_empty();
             let names = &cells[indexed as usize..];
-            if names.iter().enumerate().all(|(i, c)| c.parse::<u64>().ok() == Some(i as u64)) {
+            let numbered = names.iter().enumerate().all(|(i, c)| c.parse::<u64>().ok() == Some(i as u64));
+            // (Narrower, such a row may be data: decided once the other
+            // rows are read.)
+            if numbered && record.len() < 6 && !indexed {
+                numbered_first = Some(line);
+            } else if numbered {
                 return Err(at(format!(
                     "the first row is {}0, 1, 2, ..., {}: the column names pandas writes (a header row{}); AICF \
                      reads tables of numbers alone: write it with to_csv(header=False, index=False), or remove the row",
@@ -1803,13 +1813,44 @@ fn parse_table(
             } else {
                 ": class indices count from 0"
             };
-            return Err(at(format!("the label {label} is not a class index{why}")));
+            // A column named as the label elsewhere is the likelier cause.
+            let elsewhere = header
+                .as_deref()
+                .and_then(|names| label_elsewhere(&name, names))
+                .map(|n| format!(" ({})", n.trim_start_matches(&format!("{name}: "))))
+                .unwrap_or_default();
+            return Err(at(format!("the label {label} is not a class index{why}{elsewhere}")));
         }
         features.extend_from_slice(row);
         labels.push(label);
         lines.push(line);
     }
-    Ok((features, labels, width.unwrap_or(0), lines, header))
+    // A narrow first row 0, 1, ..., n-1 above rows that are not all whole
+    // numbers is pandas' column names of an unnamed frame (a table of
+    // three columns trained on one row more, and predicted one row off);
+    // above whole numbers alone it may be a row of them, and stays.
+    if let Some(line) = numbered_first {
+        let w = width.unwrap_or(0);
+        let whole = |v: &f64| v.fract() == 0.0;
+        let later = features.iter().skip(w).chain(labels.iter().skip(1));
+        if lines.len() > 1 && !{ later }.all(whole) {
+            return Err(bad(format!(
+                "{name}:{line}: the first row is 0, 1, ..., {}, above rows of other numbers: the column names pandas \
+                 writes (a header row); AICF reads tables of numbers alone: write it with to_csv(header=False, \
+                 index=False), or remove the row",
+                w
+            )));
+        }
+    }
+    Ok((features, labels, width.unwrap_or(0), lines, Header { names: header, numbered_first }))
+}
+
+/// What a table's first row was: column names, skipped; or 0, 1, ..., n-1
+/// above whole numbers alone, read as a row of data (its line), which may
+/// be pandas' names.
+struct Header {
+    names: Option<Vec<String>>,
+    numbered_first: Option<u64>,
 }
 
 /// A cell of a file as an error shows it: control characters escaped (a
@@ -2013,7 +2054,7 @@ fn table_of(
     // (Labels are checked as class indices only where they train or score.)
     let class_labels = (is_int(y.dtype) && !predicting).then_some(sig.ignore_index);
     let unread_label = (predicting && has_label).then_some(per + 1);
-    let (mut features, mut labels, mut width, lines, header) =
+    let (mut features, mut labels, mut width, lines, Header { names: header, numbered_first }) =
         parse_table(path, class_labels, Some((per + 1, &refusal)), unread_label)?;
     let rows = labels.len();
     if rows == 0 {
@@ -2038,9 +2079,31 @@ fn table_of(
     // feature, every feature one column off and the last one taken for the
     // label, without a word.
     let mut notes = Vec::new();
-    if let Some(names) = header {
-        notes.push(format!("{name}: its first row ({names}) is read as the column names, not a row of data"));
+    if let Some(line) = numbered_first {
+        notes.push(format!(
+            "{name}:{line}: the first row, 0, 1, ..., {width}, is read as a row of data; if it is pandas' column names \
+             (to_csv of a frame without names), remove it"
+        ));
     }
+    if let Some(names) = &header {
+        let shown: Vec<&str> = names.iter().take(6).map(String::as_str).collect();
+        let more = if names.len() > 6 { format!(", ... ({} names)", names.len()) } else { String::new() };
+        notes.push(format!(
+            "{name}: its first row ({}{more}) is read as the column names, not a row of data",
+            shown.join(", ")
+        ));
+        if let Some(trained) = &options.columns {
+            same_columns(&name, names, trained, per)?;
+        } else if !predicting {
+            notes.extend(label_elsewhere(&name, names));
+        }
+    }
+    // The run's columns, for a prediction or evaluation to be checked
+    // against (columns in another order were read by position).
+    let column_names = header
+        .as_ref()
+        .filter(|names| names.len() == per + 1)
+        .map(|names| (COLUMNS_KEY.to_string(), serde_json::to_string(names).unwrap_or_default()));
     let counts = |from: f64| (0..rows).all(|r| features[r * width] == r as f64 + from);
     if predicting && has_label && !alone && rows >= 3 && width > 1 && (counts(0.0) || counts(1.0)) {
         notes.push(format!(
@@ -2111,7 +2174,10 @@ fn table_of(
                     count(rows, "row", "rows"),
                     count(width, "feature", "features")
                 ),
-                metadata: BTreeMap::from([("feature_scale".into(), "1".into())]),
+                metadata: BTreeMap::from([("feature_scale".into(), "1".into())])
+                    .into_iter()
+                    .chain(column_names.clone())
+                    .collect(),
                 kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
                 outlier: None,
                 notes: notes.clone(),
@@ -2139,6 +2205,7 @@ fn table_of(
         data.columns[0].scaled = false;
         let mut metadata = BTreeMap::from([("feature_scale".into(), "1".into())]);
         metadata.extend(stats.map(|s| (STANDARDIZE_KEY.to_string(), s)));
+        metadata.extend(column_names.clone());
         return Ok((
             Dataset {
                 description: format!(
@@ -2187,13 +2254,81 @@ fn table_of(
                 count(rows, "row", "rows"),
                 count(width, "feature", "features")
             ),
-            metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())]),
+            metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())])
+                .into_iter()
+                .chain(column_names)
+                .collect(),
             kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
             outlier: None,
             notes,
             unscaled: false,
         },
         alone,
+    ))
+}
+
+/// Checkpoint metadata: the names of the columns of the table a run trained
+/// on (its header row, features then the label), as a JSON list.
+pub const COLUMNS_KEY: &str = "table_columns";
+
+/// Refuses a table whose header `names` does not name the features the
+/// checkpoint's run read (`trained`, [`COLUMNS_KEY`]; `per` features):
+/// columns are read by position, so an id column before them, or the same
+/// columns in another order, fed other features to each input of the model
+/// without a word (a helper's Kaggle test: 98.6% became 51%).
+fn same_columns(name: &str, names: &[String], trained: &str, per: usize) -> Result<()> {
+    let Ok(trained) = serde_json::from_str::<Vec<String>>(trained) else { return Ok(()) };
+    if trained.len() != per + 1 {
+        return Ok(());
+    }
+    let features = &trained[..per];
+    // The features alone, or with the label (whatever its name).
+    let given = if names.len() == per { names } else { &names[..per.min(names.len())] };
+    if given == features && (names.len() == per || names.len() == per + 1) {
+        return Ok(());
+    }
+    let list = |v: &[String]| v.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+    let mut sorted_given: Vec<&String> = given.iter().collect();
+    let mut sorted_trained: Vec<&String> = features.iter().collect();
+    sorted_given.sort();
+    sorted_trained.sort();
+    let what = if sorted_given == sorted_trained && (names.len() == per || names.len() == per + 1) {
+        "the same features in another order".to_string()
+    } else {
+        let extra: Vec<String> = names.iter().filter(|n| !trained.contains(n)).cloned().collect();
+        let missing: Vec<String> = features.iter().filter(|n| !names.contains(n)).cloned().collect();
+        let mut parts = Vec::new();
+        if !extra.is_empty() {
+            parts.push(format!("{} {} not among them", list(&extra), if extra.len() == 1 { "is" } else { "are" }));
+        }
+        if !missing.is_empty() {
+            parts.push(format!("{} {} missing", list(&missing), if missing.len() == 1 { "is" } else { "are" }));
+        }
+        if parts.is_empty() { "other columns".to_string() } else { parts.join(", ") }
+    };
+    Err(bad(format!(
+        "{name}: its columns are not the features the checkpoint's run trained on ({}, then the label '{}'): {what}; \
+         columns are read by position, so give the features in that order (an id column dropped)",
+        list(features),
+        trained[per]
+    )))
+}
+
+/// Names of a label column: a note where one of them is not the last
+/// column, which is the label a table's row is read with.
+const LABEL_NAMES: [&str; 7] = ["label", "labels", "target", "class", "y", "outcome", "survived"];
+
+fn label_elsewhere(name: &str, names: &[String]) -> Option<String> {
+    let is_label = |n: &str| LABEL_NAMES.contains(&n.to_lowercase().as_str());
+    let last = names.last()?;
+    if is_label(last) {
+        return None;
+    }
+    let (i, found) = names.iter().enumerate().find(|(_, n)| is_label(n))?;
+    Some(format!(
+        "{name}: column {} is named '{found}', yet a table's label is its last column ('{last}' here): move the label \
+         last, or this model learns to predict '{last}'",
+        i + 1
     ))
 }
 

@@ -99,6 +99,7 @@ pub fn evaluate_checkpoint(
         eval_windows: eval_windows.unwrap_or(usize::MAX),
         vocabulary: meta.get("vocabulary").cloned(),
         feature_stats: meta.get(super::data::STANDARDIZE_KEY).cloned(),
+        columns: meta.get(super::data::COLUMNS_KEY).cloned(),
         whole_text: text && !held,
         ..DataOptions::default()
     };

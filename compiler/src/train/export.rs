@@ -26,6 +26,11 @@ pub struct ExportRequest<'a> {
     pub raw_features: bool,
     /// Where a checkpoint's other model version is written.
     pub out: &'a Path,
+    /// The model as the user named it (an ONNX file, before its import),
+    /// for the file's `doc_string`.
+    pub source: &'a Path,
+    /// The graph outputs' names of an imported model, for @forward's.
+    pub output_names: Vec<String>,
 }
 
 /// Exports the model, writes it to `request.output` (whole or not at all),
@@ -75,22 +80,29 @@ pub fn export(request: &ExportRequest, report: &mut dyn Report) -> Result<Export
         Some(b) => crate::pipeline::rebatched_source(&source, &name, b)?,
         None => source,
     };
+    let shown = request.source.display();
     let doc = match request.checkpoint {
-        Some(c) => format!("{name} with the parameters of {}, exported by aicf", c.display()),
-        None => format!("{name} with its own weights, exported by aicf"),
+        Some(c) => format!("{shown} with the parameters of {}, exported by aicf", c.display()),
+        None => format!("{shown} with its own weights, exported by aicf"),
     };
     let stem = output.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
-    let options =
-        ExportOptions { weights: &weights, preprocess, dynamic_batch: request.batch.is_none(), graph_name: stem, doc };
+    let options = ExportOptions {
+        weights: &weights,
+        preprocess,
+        dynamic_batch: request.batch.is_none(),
+        output_names: request.output_names.clone(),
+        graph_name: stem,
+        doc,
+    };
     if !options.preprocess.is_empty() {
         let how = match (&options.preprocess.standardize, options.preprocess.scale.filter(|&s| s != 1.0)) {
-            (Some(_), _) => "standardizes them by the training rows' means and deviations".to_string(),
-            (None, Some(s)) => format!("divides them by {s}"),
+            (Some(_), _) => "standardizes its input by the training rows' means and deviations".to_string(),
+            (None, Some(s)) => format!("divides its input by {s}"),
             (None, None) => String::new(),
         };
         report.note(&format!(
-            "the graph reads features as the data file holds them and {how} first, as the checkpoint's run read its \
-             data (--raw-features: it takes them as the model saw them)"
+            "the graph {how} first, as the checkpoint's run read its data: it takes features at the scale the data \
+             file holds them (--raw-features: as the model saw them)"
         ));
     }
     let exported = export_onnx(&source, &name, &options).map_err(|e| TrainError::Input(e.to_string()))?;

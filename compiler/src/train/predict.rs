@@ -145,6 +145,7 @@ pub fn predict(
         val_split: 0.0,
         feature_scale: Some(scale),
         feature_stats: standardized.clone(),
+        columns: meta.get(super::data::COLUMNS_KEY).cloned(),
         predicting: true,
         ..DataOptions::default()
     };

@@ -132,6 +132,7 @@ fn round_trip_to(
         weights: &entries,
         preprocess: Preprocess::default(),
         dynamic_batch: true,
+        output_names: Vec::new(),
         graph_name: "forward".into(),
         doc: String::new(),
     };
@@ -333,6 +334,7 @@ fn missing_or_misshapen_weights_are_refused_where_they_are_read() {
             weights,
             preprocess: Preprocess::default(),
             dynamic_batch: true,
+            output_names: Vec::new(),
             graph_name: "forward".into(),
             doc: String::new(),
         }
@@ -358,6 +360,7 @@ fn a_checkpoints_feature_scaling_is_the_graphs_first_step() {
         weights: &entries,
         preprocess: Preprocess { scale: Some(4.0), standardize: Some((mean.clone(), std.clone())) },
         dynamic_batch: true,
+        output_names: Vec::new(),
         graph_name: "forward".into(),
         doc: String::new(),
     };

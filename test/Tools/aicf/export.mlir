@@ -13,7 +13,7 @@
 // WROTE-NEXT: inputs: input [batch, 64] float
 // WROTE-NEXT: outputs: output [batch, 10] float
 // RUN: FileCheck %s --check-prefix=SCALED < %t/err.txt
-// SCALED: note: the graph reads features as the data file holds them and divides them by 16 first
+// SCALED: note: the graph divides its input by 16 first, as the checkpoint's run read its data: it takes features at the scale the data file holds them
 //
 // The export's logits are the checkpoint's, for the 300 rows (a batch the
 // model never had).
@@ -26,7 +26,7 @@
 // leaves them to the caller.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --standardize --no-runs-db --no-progress --out %t/run2 --checkpoint-dir %t/ck2 > /dev/null
 // RUN: aicf export %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck2 -o %t/std.onnx --out %t/x 2>&1 | FileCheck %s --check-prefix=STD
-// STD: note: the graph reads features as the data file holds them and standardizes them
+// STD: note: the graph standardizes its input by the training rows' means and deviations first
 // RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck2 --data %t/features.csv --values raw --out %t/p3 > %t/checkpoint2.csv
 // RUN: aicf predict %t/std.onnx --data %t/features.csv --batch 300 --values raw --out %t/p4 > %t/exported2.csv
 // RUN: python3 %S/inputs/close_csv.py %t/exported2.csv %t/checkpoint2.csv 1e-5 | FileCheck %s --check-prefix=SAME
@@ -41,6 +41,18 @@
 // LM-NEXT: outputs: output [batch, 64, 65] float
 // RUN: aicf export %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/cklm -o %t/lm1.onnx --batch 1 --out %t/x | FileCheck %s --check-prefix=ONE
 // ONE: inputs: input [1, 64] int32
+//
+// An imported model keeps its inputs' and outputs' names; its own weights
+// export without a checkpoint.
+// RUN: aicf export %S/../../onnx/mlp.onnx --batch 8 -o %t/own.onnx --out %t/imp | FileCheck %s --check-prefix=NAMES
+// NAMES: inputs: input0 [batch, 64] float
+// NAMES-NEXT: outputs: output0 [batch, 10] float
+// A bf16 run exports its f32 master weights, said; --precision is refused.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --precision bf16 --no-runs-db --no-progress --out %t/run3 --checkpoint-dir %t/ck3 > /dev/null
+// RUN: aicf export %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck3 -o %t/bf16.onnx --out %t/x 2>&1 | FileCheck %s --check-prefix=BF16
+// BF16: note: the checkpoint's run computed its products in bf16 (--precision); the graph computes in f32
+// RUN: not aicf export %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck3 -o %t/p.onnx --precision bf16 --out %t/x 2>&1 | FileCheck %s --check-prefix=PRECISION
+// PRECISION: error: --precision bf16: the export writes the model in f32
 //
 // Refused before anything is written: another extension, an input as the
 // output, a model without weights, another model's checkpoint, a

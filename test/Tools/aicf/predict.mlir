@@ -104,7 +104,7 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/scaled.npy --data %t/labels.npy --epochs 1 --no-runs-db --no-progress --out %t/arr --checkpoint-dir %t/arr-ck > /dev/null
 // RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/arr-ck --data %t/features.csv --out %t/p 2>&1 >/dev/null | FileCheck %s --check-prefix=LARGER
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/arr-ck --data %t/digits.csv --out %t/e 2>&1 | FileCheck %s --check-prefix=LARGER
-// LARGER: note: {{.*}}.csv: the model reads these features at a scale of 16 (99% of their magnitudes up to that), and its run trained on features at a scale of 1 (16x larger): if they are the same kind of data, give them as the run's data held them (scaled alike), or the model's outputs on them mean little
+// LARGER: note: {{.*}}.csv: the model reads these features 16x larger than those its run trained on (at a scale of 16, 99% of their magnitudes up to that, against 1): if they are the same kind of data, give them as the run's data held them (scaled alike, the same columns in the same order), or the model's outputs on them mean little
 //
 // An imported model starts from its own weights, which may expect a
 // table's values as the file holds them: a run's division by the largest

@@ -1509,6 +1509,7 @@ fn main() {
                     whole_text: false,
                     standardize,
                     feature_stats: None,
+                    columns: None,
                     predicting: false,
                     // (Said by the run, which knows whether it resumes.)
                     starting: false,
@@ -1571,8 +1572,18 @@ fn main() {
             resumed_from = checkpoint.clone();
             // (An ONNX model's --batch binds its import's symbolic batch.)
             let fixed = if given("batch") && !is_onnx(&compile.model) { compile.batch } else { None };
+            let precision = if given("precision") {
+                Err(format!(
+                    "--precision {}: the export writes the model in f32, its master weights' type (a runtime's own \
+                     options cast it: onnxruntime's float16 converter, TensorRT's --bf16)",
+                    compile.precision.name()
+                ))
+            } else {
+                Ok(())
+            };
             let settings = (given("batch"), given("precision"), given("loss"));
-            run_settings(&mut compile, checkpoint.as_deref(), settings)
+            precision
+                .and_then(|()| run_settings(&mut compile, checkpoint.as_deref(), settings))
                 .and_then(|()| export(&compile, checkpoint.as_deref(), &output, (fixed, raw_features), &out))
         }
         Command::Runs { what, runs_db } => runs(what, runs_db),
@@ -3468,7 +3479,11 @@ fn no_loss(c: &ModelArgs, command: &str) -> Result<()> {
              {} that)",
             l.name(),
             c.model.display(),
-            if command == "predict" { "predicts with the @forward beside" } else { "trains and scores" }
+            match command {
+                "predict" => "predicts with the @forward beside",
+                "export" => "exports the @forward beside",
+                _ => "trains and scores",
+            }
         )),
         _ => Ok(()),
     }
@@ -4515,6 +4530,9 @@ fn export(
         model_args.batch = None;
     }
     let (model, _) = hl_model_ordered(&model_args, out, Say::Stderr)?;
+    // An imported model's outputs keep their names (a deployment asks for
+    // `output0`): the graph's outputs but a scalar loss it computes.
+    let output_names = if is_onnx(&c.model) { onnx::output_names(&c.model) } else { Vec::new() };
     let request = aicf_compiler::train::export::ExportRequest {
         model: &model,
         checkpoint,
@@ -4522,6 +4540,8 @@ fn export(
         batch: fixed,
         raw_features,
         out,
+        source: &c.model,
+        output_names,
     };
     let exported = aicf_compiler::train::export::export(&request, &mut ToStderr).map_err(|e| e.to_string())?;
     let ports = |p: &[aicf_compiler::export::Port]| p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ");
@@ -4537,6 +4557,14 @@ fn export(
     println!("  outputs: {}", ports(&exported.outputs));
     if let Err((batch, why)) = &exported.batch {
         eprintln!("note: the batch is fixed at {batch}: {why}; --batch N exports another fixed size");
+    }
+    // (run_settings set the checkpoint's precision.)
+    if c.precision.name() != "fp32" {
+        eprintln!(
+            "note: the checkpoint's run computed its products in {} (--precision); the graph computes in f32 on its \
+             f32 master weights, so its outputs differ from `aicf predict`'s in about the third digit",
+            c.precision.name()
+        );
     }
     Ok(())
 }

@@ -1,0 +1,50 @@
+// Tables with a header, as pandas and spreadsheets write them: the run
+// records its columns, and a table given to predict, eval or a resume
+// whose header names other columns, or the same ones in another order, is
+// refused (columns are read by position: an id column first fed every
+// feature to the wrong input, 98.6% became 51%, without a word). pandas'
+// names 0, 1, 2 of a narrow frame are not a row of data; a column named
+// like the label that is not the last is said; `.CSV.GZ` is gzip too.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: python3 -c "import random; r = random.Random(1); rows = [[round(r.uniform(-1, 1), 4) for _ in range(3)] for _ in range(200)]; print('a,b,c,label'); [print(f'{x},{y},{z},{int(x + 2 * y > z)}') for x, y, z in rows]" > %t/train.csv
+// RUN: aicf propose --data %t/train.csv -o %t/m.mlir --runs-db %t/runs.sqlite > /dev/null 2>&1
+// RUN: aicf train %t/m.mlir --data %t/train.csv --epochs 2 --no-runs-db --no-progress --out %t/run --checkpoint-dir %t/ck > /dev/null
+//
+// The same columns predict; an id column first, or another order, are refused by name.
+// RUN: cut -d, -f1-3 %t/train.csv > %t/features.csv
+// RUN: aicf predict %t/m.mlir --checkpoint %t/ck --data %t/features.csv --out %t/p | wc -l | FileCheck %s --check-prefix=ROWS
+// ROWS: 200
+// RUN: awk -F, 'NR == 1 {print "id," $1 "," $2 "," $3; next} {print NR + 1000 "," $1 "," $2 "," $3}' %t/train.csv > %t/with-id.csv
+// RUN: not aicf predict %t/m.mlir --checkpoint %t/ck --data %t/with-id.csv --out %t/p 2>&1 | FileCheck %s --check-prefix=ID
+// ID: error: {{.*}}with-id.csv: its columns are not the features the checkpoint's run trained on ('a', 'b', 'c', then the label 'label'): 'id' is not among them; columns are read by position
+// RUN: awk -F, -v OFS=, '{print $3, $2, $1, $4}' %t/train.csv > %t/reordered.csv
+// RUN: not aicf eval %t/m.mlir --checkpoint %t/ck --data %t/reordered.csv --out %t/e 2>&1 | FileCheck %s --check-prefix=ORDER
+// ORDER: error: {{.*}}reordered.csv: its columns are not the features the checkpoint's run trained on ('a', 'b', 'c', then the label 'label'): the same features in another order
+// A table without a header is read by position, as before.
+// RUN: tail -n +2 %t/features.csv > %t/bare.csv
+// RUN: aicf predict %t/m.mlir --checkpoint %t/ck --data %t/bare.csv --out %t/p | wc -l | FileCheck %s --check-prefix=ROWS
+//
+// pandas' names of an unnamed frame of four columns.
+// RUN: python3 -c "print('0,1,2,3'); [print(f'{i / 7:.3f},{i / 11:.3f},{i / 13:.3f},{i %% 2}') for i in range(50)]" > %t/numbered.csv
+// RUN: not aicf train %t/m.mlir --data %t/numbered.csv --epochs 1 --no-runs-db --no-progress --out %t/n 2>&1 | FileCheck %s --check-prefix=PANDAS
+// PANDAS: error: {{.*}}numbered.csv:1: the first row is 0, 1, ..., 3, above rows of other numbers: the column names pandas writes
+// A first row 0, 1, 2, 3 among whole numbers is data.
+// RUN: python3 -c "print('0,1,2,3'); [print(f'{i %% 5},{i %% 3},{i %% 7},{i %% 2}') for i in range(50)]" > %t/integers.csv
+// RUN: aicf propose --data %t/integers.csv -o %t/mi.mlir --runs-db %t/runs.sqlite > /dev/null 2>&1
+// RUN: aicf train %t/mi.mlir --data %t/integers.csv --epochs 1 --no-runs-db --no-progress --out %t/i 2>&1 | FileCheck %s --check-prefix=INTS
+// INTS: note: {{.*}}integers.csv:1: the first row, 0, 1, ..., 3, is read as a row of data; if it is pandas' column names
+// INTS: data: 51 rows
+//
+// A label column that is not last is said.
+// RUN: awk -F, -v OFS=, '{print $4, $1, $2, $3}' %t/train.csv > %t/label-first.csv
+// RUN: not aicf train %t/m.mlir --data %t/label-first.csv --epochs 1 --no-runs-db --no-progress --out %t/l 2>&1 | FileCheck %s --check-prefix=FIRST
+// FIRST: error: {{.*}}label-first.csv:2: the label {{.*}} is not a class index{{.*}} (column 1 is named 'label', yet a table's label is its last column ('c' here): move the label last
+// Where the last column reads as classes too, it is a note.
+// RUN: awk -F, -v OFS=, 'NR == 1 {print "target", $1, $2, "rooms"; next} {print $4, $1, $2, (NR %% 2)}' %t/train.csv > %t/rooms.csv
+// RUN: aicf train %t/m.mlir --data %t/rooms.csv --epochs 1 --no-runs-db --no-progress --out %t/r 2>&1 | FileCheck %s --check-prefix=ROOMS
+// ROOMS: note: {{.*}}rooms.csv: column 1 is named 'target', yet a table's label is its last column ('rooms' here): move the label last, or this model learns to predict 'rooms'
+//
+// Upper-case .CSV.GZ is decompressed.
+// RUN: gzip -c %t/train.csv > %t/UPPER.CSV.GZ
+// RUN: aicf train %t/m.mlir --data %t/UPPER.CSV.GZ --epochs 1 --no-runs-db --no-progress --out %t/u 2>&1 | FileCheck %s --check-prefix=GZ
+// GZ: data: 200 rows
