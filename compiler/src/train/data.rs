@@ -981,12 +981,16 @@ fn find_outlier(names: &[String], rows: &Rows, scale: f64) -> Option<String> {
 pub const FEATURE_SCALE_RATIO: f64 = 50.0;
 
 /// A feature of `rows`' float data inputs whose largest magnitude is over
-/// [`FEATURE_SCALE_RATIO`] times the median feature's (nonzero ones): the
-/// one farthest out, where it is and how far.
+/// [`FEATURE_SCALE_RATIO`] times the median feature's (nonzero ones), or
+/// under the median's over that ratio (a feature of 0.1 beside ones of 100,
+/// divided by one shared scale, reached 1e-3 and trained to 80% where
+/// standardized features gave 98.6%): the one farthest out, where it is and
+/// how far.
 /// (`scale`: what a table's features were divided by, for the values as
 /// the file holds them.)
 fn find_feature_scales(names: &[String], rows: &Rows, scale: f64) -> Option<String> {
-    let mut worst: Option<(f64, usize, usize, f64, f64)> = None; // (ratio, column, feature, largest, median)
+    // (ratio, column, feature, its largest magnitude, the median's, above)
+    let mut worst: Option<(f64, usize, usize, f64, f64, bool)> = None;
     for (c, column) in rows.columns.iter().enumerate() {
         let per = column.per();
         if is_int(column.dtype) || !column.scaled || per < 2 || column.values.is_empty() {
@@ -1008,10 +1012,18 @@ fn find_feature_scales(names: &[String], rows: &Rows, scale: f64) -> Option<Stri
         let (feature, top) = largest.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(i, v)| (i, *v))?;
         let ratio = top / median;
         if ratio > FEATURE_SCALE_RATIO && worst.is_none_or(|w| ratio > w.0) {
-            worst = Some((ratio, c, feature, top, median));
+            worst = Some((ratio, c, feature, top, median, true));
+        }
+        // (All-zero features are no scale: left out, as above.)
+        let smallest = largest.iter().enumerate().filter(|(_, v)| **v > 0.0).min_by(|a, b| a.1.total_cmp(b.1));
+        if let Some((feature, &bottom)) = smallest {
+            let ratio = median / bottom;
+            if ratio > FEATURE_SCALE_RATIO && worst.is_none_or(|w| ratio > w.0) {
+                worst = Some((ratio, c, feature, bottom, median, false));
+            }
         }
     }
-    let (ratio, c, feature, top, median) = worst?;
+    let (ratio, c, feature, top, median, above) = worst?;
     let (top, median) = (top * scale, median * scale);
     let name = names.get(c).or(names.first()).map_or("the data", String::as_str);
     let why = if names.len() == 1 && names[0].to_lowercase().contains(".csv") {
@@ -1019,10 +1031,21 @@ fn find_feature_scales(names: &[String], rows: &Rows, scale: f64) -> Option<Stri
     } else {
         "arrays train as they are"
     };
+    let (how, why) = if above {
+        (format!("reaches {top:.4e}, {ratio:.1e} times"), why)
+    } else {
+        (
+            format!("reaches only {top:.4e}, 1/{ratio:.1e} of"),
+            if why.starts_with("a table") {
+                "a table's features are divided by one shared scale, so this one is all but lost"
+            } else {
+                why
+            },
+        )
+    };
     Some(format!(
-        "{name}: feature {feature} (counting from 0) of input #{c} reaches {top:.4e}, {ratio:.1e} times the median \
-         feature's largest magnitude ({median:.4e}): training with --standardize reads each feature at mean 0 \
-         and deviation 1, as otherwise {why}"
+        "{name}: feature {feature} (counting from 0) of input #{c} {how} the median feature's largest magnitude \
+         ({median:.4e}): training with --standardize reads each feature at mean 0 and deviation 1, as otherwise {why}"
     ))
 }
 
@@ -1747,7 +1770,14 @@ fn parse_table(
                     let cell = if c.trim().is_empty() { "empty".to_string() } else { format!("'{}': {e}", shown(c)) };
                     let numbers = record.iter().filter(|c| c.trim().parse::<f64>().is_ok()).count();
                     let words = c.trim().chars().any(char::is_alphabetic);
-                    let hint = if column == 0 && c.trim_start().starts_with('#') {
+                    let missing = c.trim().is_empty() || MISSING_MARKS.iter().any(|m| c.trim().eq_ignore_ascii_case(m));
+                    let blank = record.iter().all(|c| c.trim().is_empty());
+                    let hint = if blank {
+                        " (a row of empty cells, as a spreadsheet writes below its data: remove it)"
+                    } else if missing {
+                        " (a missing value? AICF reads tables of numbers alone: fill it, with the column's mean or \
+                         median as scikit-learn's SimpleImputer does, or drop the row)"
+                    } else if column == 0 && c.trim_start().starts_with('#') {
                         " (a comment line? AICF reads tables of numbers alone: remove it)"
                     } else if [';', '\t', '|'].iter().any(|s| c.contains(*s)) {
                         // Another separator (decimal commas may split it).
@@ -1772,12 +1802,22 @@ fn parse_table(
                     } else {
                         ""
                     };
-                    at(format!("column {} is {cell}{hint}", column + 1))
+                    // The column's name where a header gave one.
+                    let named = header
+                        .as_ref()
+                        .and_then(|names| names.get(column))
+                        .map_or(String::new(), |n| format!(" ('{}')", shown(n)));
+                    at(format!("column {}{named} is {cell}{hint}", column + 1))
                 })
             })
             .collect::<Result<Vec<f64>>>()?;
         if let Some(bad_cell) = values.iter().position(|v| !v.is_finite()) {
-            return Err(at(format!("column {} is {}, not a finite number", bad_cell + 1, values[bad_cell])));
+            let hint = if values[bad_cell].is_nan() {
+                " (a missing value? fill it, with the column's mean or median, or drop the row)"
+            } else {
+                ""
+            };
+            return Err(at(format!("column {} is {}, not a finite number{hint}", bad_cell + 1, values[bad_cell])));
         }
         // The model computes in f32 (and at most f64 inputs, which read the
         // scaled features as f32 ones do).
@@ -1844,6 +1884,10 @@ fn parse_table(
     }
     Ok((features, labels, width.unwrap_or(0), lines, Header { names: header, numbered_first }))
 }
+
+/// Cells that mark a missing value (pandas' `na_values`, R's `NA`, a
+/// spreadsheet's `#N/A`): said as such, not as words among the numbers.
+const MISSING_MARKS: [&str; 9] = ["NA", "N/A", "#N/A", "NaN", "null", "None", "?", "-", "missing"];
 
 /// What a table's first row was: column names, skipped; or 0, 1, ..., n-1
 /// above whole numbers alone, read as a row of data (its line), which may
@@ -2114,6 +2158,25 @@ fn table_of(
             features[2 * width]
         ));
     }
+    // A first column of ids trains as a feature (a model that learns the
+    // rows' numbers): said where it counts the rows, or is named as ids
+    // and holds distinct whole numbers.
+    if !predicting && width > 1 && rows >= 3 {
+        let named = header.as_ref().and_then(|n| n.first()).filter(|n| id_like(n));
+        let distinct = || {
+            let mut ids: Vec<u64> = (0..rows).map(|r| features[r * width].to_bits()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.len() == rows && (0..rows).all(|r| features[r * width].fract() == 0.0)
+        };
+        if counts(0.0) || counts(1.0) || (named.is_some() && distinct()) {
+            notes.push(format!(
+                "{name}: column 1{} holds a different whole number in every row: an id column? It trains as a \
+                 feature (the model may learn the rows' numbers); drop it",
+                named.map_or(String::new(), |n| format!(" ('{n}')"))
+            ));
+        }
+    }
     // A table's row is named by its line.
     if !predicting {
         if let Some(row) = bad_label(&labels, sig) {
@@ -2312,6 +2375,17 @@ fn same_columns(name: &str, names: &[String], trained: &str, per: usize) -> Resu
         list(features),
         trained[per]
     )))
+}
+
+/// Whether a column's name says it holds ids (`id`, `PassengerId`,
+/// `user_id`, pandas' `Unnamed: 0` index).
+fn id_like(name: &str) -> bool {
+    let lower = name.trim().to_lowercase();
+    matches!(lower.as_str(), "id" | "index" | "unnamed: 0" | "row" | "row_id")
+        || name.ends_with("Id")
+        || name.ends_with("ID")
+        || lower.ends_with("_id")
+        || lower.ends_with(" id")
 }
 
 /// Names of a label column: a note where one of them is not the last

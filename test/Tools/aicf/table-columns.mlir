@@ -48,3 +48,17 @@
 // RUN: gzip -c %t/train.csv > %t/UPPER.CSV.GZ
 // RUN: aicf train %t/m.mlir --data %t/UPPER.CSV.GZ --epochs 1 --no-runs-db --no-progress --out %t/u 2>&1 | FileCheck %s --check-prefix=GZ
 // GZ: data: 200 rows
+//
+// An id column trains as a feature: said. A missing value is named as
+// one, with its column's name; a feature at a far smaller scale than the
+// others (lost under one shared scale) points to --standardize.
+// RUN: awk -F, -v OFS=, 'NR == 1 {print "PassengerId", $0; next} {print NR + 100, $0}' %t/train.csv > %t/ids.csv
+// RUN: aicf propose --data %t/ids.csv -o %t/m4.mlir --runs-db %t/runs.sqlite > /dev/null 2>&1
+// RUN: aicf train %t/m4.mlir --data %t/ids.csv --epochs 1 --no-runs-db --no-progress --out %t/ids 2>&1 | FileCheck %s --check-prefix=IDS
+// IDS: note: {{.*}}ids.csv: column 1 ('PassengerId') holds a different whole number in every row: an id column? It trains as a feature
+// RUN: awk -F, -v OFS=, 'NR == 5 {$2 = "NA"} {print}' %t/train.csv > %t/na.csv
+// RUN: not aicf train %t/m.mlir --data %t/na.csv --epochs 1 --no-runs-db --no-progress --out %t/na 2>&1 | FileCheck %s --check-prefix=NA
+// NA: error: {{.*}}na.csv:5: column 2 ('b') is 'NA': invalid float literal (a missing value? AICF reads tables of numbers alone: fill it
+// RUN: awk -F, -v OFS=, 'NR > 1 {$1 = $1 * 1000; $2 = $2 * 1000} {print}' %t/train.csv > %t/scales.csv
+// RUN: aicf train %t/m.mlir --data %t/scales.csv --epochs 1 --no-runs-db --no-progress --out %t/sc 2>&1 | FileCheck %s --check-prefix=SMALL
+// SMALL: note: {{.*}}scales.csv: feature 2 (counting from 0) of input #0 reaches only {{.*}} of the median feature's largest magnitude
