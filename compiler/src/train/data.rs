@@ -689,6 +689,9 @@ pub struct DataOptions {
     /// The columns a checkpoint's run trained on (its [`COLUMNS_KEY`]): a
     /// table with a header is checked against them.
     pub columns: Option<String>,
+    /// The classes by name a checkpoint's run read its labels as (its
+    /// [`CLASSES_KEY`]).
+    pub class_names: Option<String>,
     /// Tables and arrays read for predictions (`aicf predict`): every row,
     /// in the file's order (none held out), and the targets may be absent
     /// (a table of features alone, arrays for the data inputs alone); those
@@ -797,6 +800,7 @@ impl Default for DataOptions {
             standardize: false,
             feature_stats: None,
             columns: None,
+            class_names: None,
             predicting: false,
             starting: false,
         }
@@ -1667,6 +1671,7 @@ fn parse_table(
     class_labels: Option<Option<i64>>,
     expect: Option<(usize, &dyn Fn(usize) -> String)>,
     unread_label: Option<usize>,
+    named: Named<'_>,
 ) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>, Header)> {
     let name = path.display().to_string();
     // Commas in quotes count too: only a row far wider is refused there.
@@ -1701,6 +1706,10 @@ fn parse_table(
     // A first row of 0, 1, ..., n-1 narrower than pandas' names are taken
     // for without a look (six cells): its line, decided at the end.
     let mut numbered_first: Option<u64> = None;
+    // Labels by name (`setosa`, `yes`, `True`): each name's class, in the
+    // order first seen (sorted at the end), or the checkpoint's.
+    let mut names_seen: Vec<String> = Vec::new();
+    let mut by_name = false;
     loop {
         n += 1;
         match reader.read_record(&mut record) {
@@ -1759,12 +1768,48 @@ fn parse_table(
         // A label that is not read (predicting) is not parsed: "cat" there
         // was refused as a number.
         let unread = unread_label == Some(record.len());
+        // Labels are names where the first row's is no number (or the
+        // checkpoint's run read them so).
+        let last = record.len().saturating_sub(1);
+        if lines.is_empty() && !unread && record.len() >= 2 {
+            by_name = match named {
+                Named::Fixed(_) => true,
+                Named::Any => {
+                    record.get(last).is_some_and(|c| c.trim().parse::<f64>().is_err() && !c.trim().is_empty())
+                }
+                Named::No => false,
+            };
+        }
         let values = record
             .iter()
             .enumerate()
             .map(|(column, c)| {
                 if unread && column + 1 == record.len() {
                     return Ok(0.0);
+                }
+                if by_name && column == last {
+                    let label = c.trim();
+                    if label.is_empty() {
+                        return Err(at(format!("column {} is empty: a row without its label", column + 1)));
+                    }
+                    return match named {
+                        Named::Fixed(classes) => {
+                            classes.iter().position(|n| n == label).map(|i| i as f64).ok_or_else(|| {
+                                at(format!(
+                                    "the label '{}' is not among the classes the checkpoint's run trained on ({})",
+                                    shown(label),
+                                    classes.iter().map(|n| format!("'{}'", shown(n))).collect::<Vec<_>>().join(", ")
+                                ))
+                            })
+                        }
+                        _ => Ok(match names_seen.iter().position(|n| n == label) {
+                            Some(i) => i as f64,
+                            None => {
+                                names_seen.push(label.to_string());
+                                (names_seen.len() - 1) as f64
+                            }
+                        }),
+                    };
                 }
                 c.trim().parse::<f64>().map_err(|e| {
                     let cell = if c.trim().is_empty() { "empty".to_string() } else { format!("'{}': {e}", shown(c)) };
@@ -1882,7 +1927,35 @@ fn parse_table(
             )));
         }
     }
-    Ok((features, labels, width.unwrap_or(0), lines, Header { names: header, numbered_first }))
+    // Classes by name are numbered in sorted order (scikit-learn's
+    // LabelEncoder), whatever row each came first in.
+    let class_names = match named {
+        Named::Fixed(classes) if by_name => Some(classes.to_vec()),
+        _ if by_name => {
+            let mut sorted = names_seen.clone();
+            sorted.sort();
+            let new: Vec<f64> =
+                names_seen.iter().map(|n| sorted.iter().position(|s| s == n).unwrap_or(0) as f64).collect();
+            for l in &mut labels {
+                *l = new[*l as usize];
+            }
+            Some(sorted)
+        }
+        _ => None,
+    };
+    Ok((features, labels, width.unwrap_or(0), lines, Header { names: header, numbered_first, class_names }))
+}
+
+/// Whether a table's labels may be names of classes.
+#[derive(Clone, Copy)]
+enum Named<'a> {
+    /// Numbers alone (a regression's targets, or predicting).
+    No,
+    /// Names where the first row's label is one (a classifier's first run,
+    /// `aicf propose`).
+    Any,
+    /// The names of a checkpoint's run, in class order.
+    Fixed(&'a [String]),
 }
 
 /// Cells that mark a missing value (pandas' `na_values`, R's `NA`, a
@@ -1895,6 +1968,8 @@ const MISSING_MARKS: [&str; 9] = ["NA", "N/A", "#N/A", "NaN", "null", "None", "?
 struct Header {
     names: Option<Vec<String>>,
     numbered_first: Option<u64>,
+    /// The classes' names, in class order, where labels were names.
+    class_names: Option<Vec<String>>,
 }
 
 /// A cell of a file as an error shows it: control characters escaped (a
@@ -1959,7 +2034,7 @@ pub fn peek(path: &Path) -> Result<Peek> {
     if !(lower.ends_with(".csv") || lower.ends_with(".csv.gz")) {
         return Err(bad(format!("{name}: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)")));
     }
-    let (_, labels, width, lines, _) = parse_table(path, None, None, None)?;
+    let (_, labels, width, lines, Header { class_names, .. }) = parse_table(path, None, None, None, Named::Any)?;
     if labels.is_empty() {
         return Err(bad(format!("{name}: no rows")));
     }
@@ -1970,7 +2045,15 @@ pub fn peek(path: &Path) -> Result<Peek> {
     let (task, outputs, cause, note) = match labels.iter().position(|l| !class(l)) {
         None => {
             let c = labels.iter().fold(0.0f64, |m, &l| m.max(l)) as usize + 1;
-            ("classification", c.max(2), None, None)
+            let note = class_names.map(|names| {
+                format!(
+                    "{name}: its labels are names, {} classes in sorted order ({}{})",
+                    names.len(),
+                    names.iter().take(8).map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", "),
+                    if names.len() > 8 { ", ..." } else { "" }
+                )
+            });
+            ("classification", c.max(2), None, note)
         }
         Some(first) => {
             let others = labels.iter().filter(|l| !class(l)).count();
@@ -2098,8 +2181,22 @@ fn table_of(
     // (Labels are checked as class indices only where they train or score.)
     let class_labels = (is_int(y.dtype) && !predicting).then_some(sig.ignore_index);
     let unread_label = (predicting && has_label).then_some(per + 1);
-    let (mut features, mut labels, mut width, lines, Header { names: header, numbered_first }) =
-        parse_table(path, class_labels, Some((per + 1, &refusal)), unread_label)?;
+    // Labels by name: the checkpoint's classes, or, for a run that starts,
+    // any (a resume or evaluation of a run that read numbers reads numbers).
+    let trained_names: Option<Vec<String>> = match &options.class_names {
+        Some(text) => Some(
+            serde_json::from_str(text)
+                .map_err(|e| bad(format!("{name}: the checkpoint's {CLASSES_KEY} does not read ({e})")))?,
+        ),
+        None => None,
+    };
+    let named = match (&trained_names, class_labels.is_some()) {
+        (Some(classes), true) => Named::Fixed(classes),
+        (None, true) if options.starting => Named::Any,
+        _ => Named::No,
+    };
+    let (mut features, mut labels, mut width, lines, Header { names: header, numbered_first, class_names }) =
+        parse_table(path, class_labels, Some((per + 1, &refusal)), unread_label, named)?;
     let rows = labels.len();
     if rows == 0 {
         return Err(bad(format!("{name}: no rows")));
@@ -2144,10 +2241,25 @@ fn table_of(
     }
     // The run's columns, for a prediction or evaluation to be checked
     // against (columns in another order were read by position).
-    let column_names = header
+    let mut column_names: Vec<(String, String)> = header
         .as_ref()
         .filter(|names| names.len() == per + 1)
-        .map(|names| (COLUMNS_KEY.to_string(), serde_json::to_string(names).unwrap_or_default()));
+        .map(|names| (COLUMNS_KEY.to_string(), serde_json::to_string(names).unwrap_or_default()))
+        .into_iter()
+        .collect();
+    // Classes by name: recorded (predictions write them, an evaluation or
+    // resume reads labels by them), and said where the run starts.
+    if let Some(classes) = &class_names {
+        column_names.push((CLASSES_KEY.to_string(), serde_json::to_string(classes).unwrap_or_default()));
+        if trained_names.is_none() {
+            let shown: Vec<String> = classes.iter().take(8).enumerate().map(|(i, n)| format!("{i} = '{n}'")).collect();
+            notes.push(format!(
+                "{name}: its labels are names, read as classes in sorted order: {}{}",
+                shown.join(", "),
+                if classes.len() > 8 { format!(", ... ({} classes)", classes.len()) } else { String::new() }
+            ));
+        }
+    }
     let counts = |from: f64| (0..rows).all(|r| features[r * width] == r as f64 + from);
     if predicting && has_label && !alone && rows >= 3 && width > 1 && (counts(0.0) || counts(1.0)) {
         notes.push(format!(
@@ -2329,6 +2441,10 @@ fn table_of(
         alone,
     ))
 }
+
+/// Checkpoint metadata: the names of the classes of a table whose labels
+/// were names (`setosa`, `yes`), in class order, as a JSON list.
+pub const CLASSES_KEY: &str = "class_names";
 
 /// Checkpoint metadata: the names of the columns of the table a run trained
 /// on (its header row, features then the label), as a JSON list.

@@ -100,6 +100,7 @@ pub fn evaluate_checkpoint(
         vocabulary: meta.get("vocabulary").cloned(),
         feature_stats: meta.get(super::data::STANDARDIZE_KEY).cloned(),
         columns: meta.get(super::data::COLUMNS_KEY).cloned(),
+        class_names: meta.get(super::data::CLASSES_KEY).cloned(),
         whole_text: text && !held,
         ..DataOptions::default()
     };

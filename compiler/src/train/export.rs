@@ -105,7 +105,19 @@ pub fn export(request: &ExportRequest, report: &mut dyn Report) -> Result<Export
              file holds them (--raw-features: as the model saw them)"
         ));
     }
-    let exported = export_onnx(&source, &name, &options).map_err(|e| TrainError::Input(e.to_string()))?;
+    let mut exported = export_onnx(&source, &name, &options).map_err(|e| TrainError::Input(e.to_string()))?;
+    // A classifier whose labels were names carries them (the model's
+    // metadata, as skl2onnx's `classlabels`: its output's index i is
+    // class_names[i]).
+    if let Some(classes) = meta.get(super::data::CLASSES_KEY) {
+        exported.model.metadata_props.push(aicf_onnx::proto::StringStringEntryProto {
+            key: Some("class_names".into()),
+            value: Some(classes.clone()),
+        });
+        report.note(&format!(
+            "the output's classes are named (the model's metadata class_names, output index i is name i): {classes}"
+        ));
+    }
     let bytes = exported.encode().map_err(|e| TrainError::Input(e.to_string()))?;
     crate::codegen::write_atomically(output, &bytes)?;
     Ok(exported)

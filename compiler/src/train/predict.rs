@@ -50,6 +50,9 @@ pub struct Predictions {
     /// What the output holds: logits, or the probabilities (or their
     /// logarithms) of a softmax at `@forward`'s end.
     pub scores: Scores,
+    /// The classes' names, in class order, where the checkpoint's run read
+    /// its labels as names: classes are written as them in CSV.
+    pub class_names: Option<Vec<String>>,
 }
 
 /// The formats predictions are written in, by the file's name.
@@ -146,6 +149,7 @@ pub fn predict(
         feature_scale: Some(scale),
         feature_stats: standardized.clone(),
         columns: meta.get(super::data::COLUMNS_KEY).cloned(),
+        class_names: meta.get(super::data::CLASSES_KEY).cloned(),
         predicting: true,
         ..DataOptions::default()
     };
@@ -256,10 +260,12 @@ pub fn predict(
     let output = Tensor::new(shape, output_dtype.unwrap_or(DType::F32), values);
     // (Only the first result is the logits a classifier's loss reads.)
     let first = result == 0;
+    let class_names = meta.get(super::data::CLASSES_KEY).and_then(|t| serde_json::from_str(t).ok());
     Ok(Predictions {
         output,
         classifies: first && sig.classifies(),
         scores: if first { sig.scores } else { super::data::Scores::Logits },
+        class_names: class_names.filter(|_| first),
     })
 }
 
@@ -350,12 +356,21 @@ fn npy_of<T: npyz::AutoSerialize>(shape: &[u64], values: impl Iterator<Item = T>
 /// order; floats as the shortest text that reads back to the same f32 (or
 /// f64), below 1e-4 in exponent form, integers as integers.
 pub fn write_csv(t: &Tensor, to: impl std::io::Write) -> std::io::Result<()> {
+    write_csv_named(t, None, to)
+}
+
+/// [`write_csv`], integer classes written as `names` (a classifier whose
+/// labels were names).
+pub fn write_csv_named(t: &Tensor, names: Option<&[String]>, to: impl std::io::Write) -> std::io::Result<()> {
     let rows = t.shape.first().copied().unwrap_or(1);
     let per = if rows == 0 { 0 } else { t.values.len() / rows };
     let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(to);
     // (Small magnitudes in exponent form: 2.5918052e-7, not 0.00000025918052.)
     let float = |v: f64, text: String, exponent: String| if v != 0.0 && v.abs() < 1e-4 { exponent } else { text };
     let cell = |v: f64| match t.dtype {
+        DType::I64 if names.is_some_and(|n| (v as usize) < n.len() && v >= 0.0) => {
+            names.map(|n| n[v as usize].clone()).unwrap_or_default()
+        }
         DType::I64 | DType::I32 | DType::I1 | DType::U8 => format!("{}", v as i64),
         DType::F64 => float(v, format!("{v}"), format!("{v:e}")),
         _ => float(v, format!("{}", v as f32), format!("{:e}", v as f32)),
@@ -369,12 +384,17 @@ pub fn write_csv(t: &Tensor, to: impl std::io::Write) -> std::io::Result<()> {
 /// Writes `t` to `path` as its name says ([`FORMATS`]), replacing it
 /// whole: a file cut short by a full disk is never left in its place.
 pub fn write(t: &Tensor, path: &Path) -> Result<()> {
+    write_named(t, None, path)
+}
+
+/// [`write`], a CSV's integer classes written as `names`.
+pub fn write_named(t: &Tensor, names: Option<&[String]>, path: &Path) -> Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
     let bytes = if name.ends_with(".npy") {
         npy_bytes(t)?
     } else if name.ends_with(".csv") {
         let mut bytes = Vec::new();
-        write_csv(t, &mut bytes).map_err(|e| TrainError::Input(format!("writing the CSV: {e}")))?;
+        write_csv_named(t, names, &mut bytes).map_err(|e| TrainError::Input(format!("writing the CSV: {e}")))?;
         bytes
     } else {
         return Err(TrainError::Input(format!("{}: predictions are written as {FORMATS}", path.display())));
@@ -391,7 +411,7 @@ mod tests {
         // Two rows of three classes: a tie (the first wins, as torch.argmax)
         // and a clear largest.
         let output = Tensor::new([2, 3], DType::F32, vec![1.0, 3.0, 3.0, -1.0, 0.0, 2.0]);
-        Predictions { output, classifies: true, scores: Scores::Logits }
+        Predictions { output, classifies: true, scores: Scores::Logits, class_names: None }
     }
 
     #[test]
@@ -417,10 +437,11 @@ mod tests {
     #[test]
     fn a_softmax_output_is_not_taken_again() {
         let output = Tensor::new([1, 3], DType::F32, vec![0.7, 0.2, 0.1]);
-        let p = Predictions { output: output.clone(), classifies: true, scores: Scores::Probabilities };
+        let p =
+            Predictions { output: output.clone(), classifies: true, scores: Scores::Probabilities, class_names: None };
         assert_eq!(p.values(Values::Probabilities).expect("probabilities").values, output.values);
         let logs = Tensor::new([1, 3], DType::F32, output.values.iter().map(|v| v.ln()).collect());
-        let p = Predictions { output: logs, classifies: true, scores: Scores::LogProbabilities };
+        let p = Predictions { output: logs, classifies: true, scores: Scores::LogProbabilities, class_names: None };
         let got = p.values(Values::Probabilities).expect("probabilities").values;
         assert!(got.iter().zip(&output.values).all(|(a, b)| (a - b).abs() < 1e-12), "{got:?}");
         assert_eq!(p.values(Values::Class).expect("classes").values, vec![0.0]);
@@ -441,6 +462,7 @@ mod tests {
             output: Tensor::new([2, 1], DType::F32, vec![0.5, -1.0]),
             classifies: false,
             scores: Scores::Logits,
+            class_names: None,
         };
         assert_eq!(p.default_values(), Values::Raw);
         let e = p.values(Values::Probabilities).expect_err("no probabilities of a regression");

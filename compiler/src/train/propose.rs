@@ -352,7 +352,9 @@ pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem, Sign
     }
     let module = Structure::default_for(&shape.task).build(&shape)?;
     let sig = Signature::of_source(&module.text, "proposal")?;
-    let dataset = Dataset::load(&[path.to_path_buf()], &sig, &DataOptions::default())?;
+    // (Read as a run that starts reads it: labels may be names.)
+    let dataset =
+        Dataset::load(&[path.to_path_buf()], &sig, &DataOptions { starting: true, ..DataOptions::default() })?;
     let mut problem = dataset.problem(&super::run::data_name(&[path.to_path_buf()]), &sig);
     problem.data_hash = Some(super::run::data_record(&[path.to_path_buf()])?);
     Ok((shape, problem, sig, note))

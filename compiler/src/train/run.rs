@@ -1486,6 +1486,7 @@ fn fit_run(
         vocabulary: vocabulary.or(run.data.vocabulary.clone()),
         feature_stats: feature_stats.or(run.data.feature_stats.clone()),
         columns: resume.as_ref().and_then(|(_, meta)| meta.get(super::data::COLUMNS_KEY).cloned()),
+        class_names: resume.as_ref().and_then(|(_, meta)| meta.get(super::data::CLASSES_KEY).cloned()),
         feature_scale: run.data.feature_scale.or(recorded_scale),
         starting: resume.is_none(),
         ..run.data.clone()

@@ -501,8 +501,11 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/semicolons.csv --no-runs-db --out %t/semi 2>&1 | FileCheck %s --check-prefix=SEMI
 // SEMI: aicf: error: {{.*}}semicolons.csv:1: column 1 is '1;2;3': invalid float literal (AICF reads comma-separated values, and this cell holds ';', a tab or '|': another separator?)
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } { $NF = "dog" } 1' > %t/named-labels.csv
-// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/named-labels.csv --no-runs-db --out %t/named 2>&1 | FileCheck %s --check-prefix=NAMED
-// NAMED: aicf: error: {{.*}}named-labels.csv:1: column 65 is 'dog': invalid float literal (a header row, or labels by name? AICF reads tables of numbers alone, without a header, with class indices 0, 1, ... as labels)
+// Labels by name are classes (named-labels.mlir): one name is one class,
+// said with the classes the model has that no row is.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/named-labels.csv --epochs 1 --no-runs-db --no-progress --out %t/named 2>&1 | FileCheck %s --check-prefix=NAMED
+// NAMED: note: {{.*}}named-labels.csv: its labels are names, read as classes in sorted order: 0 = 'dog'
+// NAMED: note: {{.*}}named-labels.csv: the training rows hold 1 label of the model's 10 classes (0)
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } NR == 5 { $NF = "dog" } 1' > %t/named-label.csv
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/named-label.csv --no-runs-db --out %t/named 2>&1 | FileCheck %s --check-prefix=NAMED5
 // NAMED5: aicf: error: {{.*}}named-label.csv:5: column 65 is 'dog': invalid float literal (the last column is the label or target: class indices 0, 1, ... or numbers; map names to numbers first)

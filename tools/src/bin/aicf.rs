@@ -1510,6 +1510,7 @@ fn main() {
                     standardize,
                     feature_stats: None,
                     columns: None,
+                    class_names: None,
                     predicting: false,
                     // (Said by the run, which knows whether it resumes.)
                     starting: false,
@@ -4467,9 +4468,21 @@ fn predict(
     let values = values.unwrap_or(predictions.default_values());
     let t = predictions.values(values).map_err(|e| e.to_string())?;
     let rows = t.shape.first().copied().unwrap_or(0);
+    // Classes by name where the run read its labels so (CSV; a .npy holds
+    // their indices, said).
+    let names = predictions.class_names.as_deref().filter(|_| values == predict::Values::Class);
+    if let (Some(n), Some(o)) = (names, output)
+        && o.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+    {
+        eprintln!(
+            "note: {} holds the classes' indices; their names, in order: {}",
+            o.display(),
+            n.iter().map(|c| format!("'{c}'")).collect::<Vec<_>>().join(", ")
+        );
+    }
     match output {
         Some(o) => {
-            predict::write(&t, o).map_err(|e| e.to_string())?;
+            predict::write_named(&t, names, o).map_err(|e| e.to_string())?;
             let shape: Vec<String> = t.shape.iter().map(usize::to_string).collect();
             println!(
                 "{} of {} row{} ({}, [{}]) written to {}",
@@ -4481,7 +4494,7 @@ fn predict(
                 o.display()
             );
         }
-        None => match predict::write_csv(&t, std::io::stdout().lock()) {
+        None => match predict::write_csv_named(&t, names, std::io::stdout().lock()) {
             // A closed pipe (`| head`) ends the output quietly.
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
                 return Err(format!("writing the predictions: {e}"));
