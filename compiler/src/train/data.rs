@@ -1561,6 +1561,8 @@ struct WidthGuard<R> {
     most: usize,
     line: usize,
     commas: usize,
+    /// The separator counted (`,`, or what [`separator_of`] found).
+    separator: u8,
     /// The first line past `most`: its cells (so far) and its line.
     wide: Option<(usize, usize)>,
 }
@@ -1580,7 +1582,7 @@ impl<R: Read> Read for WidthGuard<R> {
                     }
                     b'\n' => (self.line, self.commas) = (self.line + 1, 0),
                     b'\r' => self.commas = 0,
-                    b',' => {
+                    b if b == self.separator => {
                         self.commas += 1;
                         if self.commas + 1 > self.most && self.wide.is_none() {
                             self.wide = Some((0, self.line));
@@ -1679,8 +1681,18 @@ fn parse_table(
         Some((e, _)) => e.saturating_mul(4).max(1 << 16),
         None => MOST_CELLS,
     };
-    let guard = WidthGuard { inner: open_data(path)?, most, line: 1, commas: 0, wide: None };
-    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(guard);
+    let separator = separator_of(path)?;
+    let guard = WidthGuard { inner: open_data(path)?, most, line: 1, commas: 0, separator, wide: None };
+    let mut reader =
+        csv::ReaderBuilder::new().has_headers(false).flexible(true).delimiter(separator).from_reader(guard);
+    // Under `;`, a decimal comma is the number's point (`1,5`: 1.5), as a
+    // European spreadsheet writes it.
+    let number = |c: &str| -> std::result::Result<f64, std::num::ParseFloatError> {
+        match c.trim().parse::<f64>() {
+            Err(_) if separator == b';' && c.contains(',') => c.trim().replace(',', ".").parse::<f64>(),
+            r => r,
+        }
+    };
     // A row too wide (the guard's), or the file's own read error.
     let unread =
         |reader: &csv::Reader<WidthGuard<Box<dyn std::io::BufRead>>>, e: csv::Error| match reader.get_ref().wide {
@@ -1735,9 +1747,7 @@ fn parse_table(
         // row of data they may be.)
         if lines.is_empty() && header.is_none() && record.len() >= 2 {
             let cells: Vec<&str> = record.iter().map(str::trim).collect();
-            if cells.iter().all(|c| c.parse::<f64>().is_err())
-                && cells.iter().any(|c| c.chars().any(char::is_alphabetic))
-            {
+            if cells.iter().all(|c| number(c).is_err()) && cells.iter().any(|c| c.chars().any(char::is_alphabetic)) {
                 header = Some(cells.iter().map(|c| c.to_string()).collect());
                 continue;
             }
@@ -1774,9 +1784,7 @@ fn parse_table(
         if lines.is_empty() && !unread && record.len() >= 2 {
             by_name = match named {
                 Named::Fixed(_) => true,
-                Named::Any => {
-                    record.get(last).is_some_and(|c| c.trim().parse::<f64>().is_err() && !c.trim().is_empty())
-                }
+                Named::Any => record.get(last).is_some_and(|c| number(c).is_err() && !c.trim().is_empty()),
                 Named::No => false,
             };
         }
@@ -1811,9 +1819,9 @@ fn parse_table(
                         }),
                     };
                 }
-                c.trim().parse::<f64>().map_err(|e| {
+                number(c).map_err(|e| {
                     let cell = if c.trim().is_empty() { "empty".to_string() } else { format!("'{}': {e}", shown(c)) };
-                    let numbers = record.iter().filter(|c| c.trim().parse::<f64>().is_ok()).count();
+                    let numbers = record.iter().filter(|c| number(c).is_ok()).count();
                     let words = c.trim().chars().any(char::is_alphabetic);
                     let missing = c.trim().is_empty() || MISSING_MARKS.iter().any(|m| c.trim().eq_ignore_ascii_case(m));
                     let blank = record.iter().all(|c| c.trim().is_empty());
@@ -1943,7 +1951,7 @@ fn parse_table(
         }
         _ => None,
     };
-    Ok((features, labels, width.unwrap_or(0), lines, Header { names: header, numbered_first, class_names }))
+    Ok((features, labels, width.unwrap_or(0), lines, Header { names: header, numbered_first, class_names, separator }))
 }
 
 /// Whether a table's labels may be names of classes.
@@ -1958,6 +1966,34 @@ enum Named<'a> {
     Fixed(&'a [String]),
 }
 
+/// The separator of a table's cells, from its first line that holds
+/// anything: `;` where it has more of them than commas (a European
+/// spreadsheet's CSV, whose decimal commas are then points), a tab where it
+/// has tabs and no comma (a TSV), else `,`.
+fn separator_of(path: &Path) -> Result<u8> {
+    use std::io::BufRead;
+    let mut reader = open_data(path)?;
+    let mut line = Vec::new();
+    // (The first 64 KiB of a line are enough to count; a read error is the
+    // parse's to say.)
+    while line.iter().all(|b: &u8| b.is_ascii_whitespace()) {
+        line.clear();
+        match (&mut reader).take(1 << 16).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return Ok(b','),
+            Ok(_) => {}
+        }
+    }
+    let count = |c: u8| line.iter().filter(|&&b| b == c).count();
+    let (commas, semicolons, tabs) = (count(b','), count(b';'), count(b'\t'));
+    Ok(if semicolons > 0 && semicolons >= commas {
+        b';'
+    } else if tabs > 0 && commas == 0 {
+        b'\t'
+    } else {
+        b','
+    })
+}
+
 /// Cells that mark a missing value (pandas' `na_values`, R's `NA`, a
 /// spreadsheet's `#N/A`): said as such, not as words among the numbers.
 const MISSING_MARKS: [&str; 9] = ["NA", "N/A", "#N/A", "NaN", "null", "None", "?", "-", "missing"];
@@ -1970,6 +2006,8 @@ struct Header {
     numbered_first: Option<u64>,
     /// The classes' names, in class order, where labels were names.
     class_names: Option<Vec<String>>,
+    /// The separator the cells were read with.
+    separator: u8,
 }
 
 /// A cell of a file as an error shows it: control characters escaped (a
@@ -2195,7 +2233,7 @@ fn table_of(
         (None, true) if options.starting => Named::Any,
         _ => Named::No,
     };
-    let (mut features, mut labels, mut width, lines, Header { names: header, numbered_first, class_names }) =
+    let (mut features, mut labels, mut width, lines, Header { names: header, numbered_first, class_names, separator }) =
         parse_table(path, class_labels, Some((per + 1, &refusal)), unread_label, named)?;
     let rows = labels.len();
     if rows == 0 {
@@ -2220,6 +2258,12 @@ fn table_of(
     // feature, every feature one column off and the last one taken for the
     // label, without a word.
     let mut notes = Vec::new();
+    match separator {
+        b';' => notes
+            .push(format!("{name}: read as values separated by ';' (its first line's), a decimal comma as a point")),
+        b'\t' => notes.push(format!("{name}: read as values separated by tabs (its first line's)")),
+        _ => {}
+    }
     if let Some(line) = numbered_first {
         notes.push(format!(
             "{name}:{line}: the first row, 0, 1, ..., {width}, is read as a row of data; if it is pandas' column names \

@@ -62,3 +62,15 @@
 // RUN: awk -F, -v OFS=, 'NR > 1 {$1 = $1 * 1000; $2 = $2 * 1000} {print}' %t/train.csv > %t/scales.csv
 // RUN: aicf train %t/m.mlir --data %t/scales.csv --epochs 1 --no-runs-db --no-progress --out %t/sc 2>&1 | FileCheck %s --check-prefix=SMALL
 // SMALL: note: {{.*}}scales.csv: feature 2 (counting from 0) of input #0 reaches only {{.*}} of the median feature's largest magnitude
+//
+// A European spreadsheet's CSV (';' between cells, decimal commas) and a
+// TSV read as the comma-separated table does: the same rows, the same run.
+// RUN: sed -e 's/,/;/g' %t/train.csv | sed -e 's/\([0-9]\)\.\([0-9]\)/\1,\2/g' > %t/euro.csv
+// RUN: tr ',' '\t' < %t/train.csv > %t/train.tsv.csv
+// RUN: aicf train %t/m.mlir --data %t/train.csv --epochs 2 --no-runs-db --no-progress --out %t/c1 2>&1 | grep "final held-out" | cut -d'(' -f1 > %t/comma.txt
+// RUN: FileCheck %s --check-prefix=COMMA < %t/comma.txt
+// COMMA: final held-out accuracy {{[0-9.]+}}% after 2 epochs
+// RUN: aicf train %t/m.mlir --data %t/euro.csv --epochs 2 --no-runs-db --no-progress --out %t/c2 2>&1 | FileCheck %s --check-prefix=EURO
+// EURO: note: {{.*}}euro.csv: read as values separated by ';' (its first line's), a decimal comma as a point
+// RUN: aicf train %t/m.mlir --data %t/euro.csv --epochs 2 --no-runs-db --no-progress --out %t/c2 2>&1 | grep "final held-out" | cut -d'(' -f1 | cmp - %t/comma.txt
+// RUN: aicf train %t/m.mlir --data %t/train.tsv.csv --epochs 2 --no-runs-db --no-progress --out %t/c3 2>&1 | grep "final held-out" | cut -d'(' -f1 | cmp - %t/comma.txt
