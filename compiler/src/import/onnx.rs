@@ -658,10 +658,6 @@ impl Imported {
     }
 }
 
-/// The first dimension of the first graph input (not an initializer) of
-/// the ONNX model at `path`: `Some(None)` where it is symbolic (the batch
-/// `--batch` binds), `Some(Some(d))` where it is fixed; `None` where the
-/// file does not read.
 /// The names of the graph's outputs but those declared scalars (a loss it
 /// computes): what `@forward` of its import returns, in order. Empty where
 /// the file does not read.
@@ -680,6 +676,10 @@ pub fn output_names(path: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The first dimension of the first graph input (not an initializer) of
+/// the ONNX model at `path`: `Some(None)` where it is symbolic (the batch
+/// `--batch` binds), `Some(Some(d))` where it is fixed; `None` where the
+/// file does not read.
 pub fn leading_dim(path: &Path) -> Option<Option<usize>> {
     use aicf_onnx::proto::tensor_shape_proto::dimension::Value;
     let model = aicf_onnx::load(path).ok()?;

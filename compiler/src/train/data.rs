@@ -1756,13 +1756,13 @@ fn parse_table(
         // 0, 1, ..., n-1 first; with its index, an empty cell before them)
         // are numbers, and were read as a row of data without a word (an
         // extra example, every prediction one row off).
-        if lines.is_empty() && record.len() >= 2 {
+        if lines.is_empty() && header.is_none() && record.len() >= 2 {
             let cells: Vec<&str> = record.iter().map(str::trim).collect();
             let indexed = cells[0].is_empty();
             let names = &cells[indexed as usize..];
             let numbered = names.iter().enumerate().all(|(i, c)| c.parse::<u64>().ok() == Some(i as u64));
-            // (Narrower, such a row may be data: decided once the other
-            // rows are read.)
+            // (Narrower, such a row may well be data, `0,1` of y = x + 1:
+            // read, and said where the rows below are not whole numbers.)
             if numbered && record.len() < 6 && !indexed {
                 numbered_first = Some(line);
             } else if numbered {
@@ -1784,7 +1784,12 @@ fn parse_table(
         if lines.is_empty() && !unread && record.len() >= 2 {
             by_name = match named {
                 Named::Fixed(_) => true,
-                Named::Any => record.get(last).is_some_and(|c| number(c).is_err() && !c.trim().is_empty()),
+                // (Not on a missing value: `NA` is no class.)
+                Named::Any => record.get(last).is_some_and(|c| {
+                    number(c).is_err()
+                        && !c.trim().is_empty()
+                        && !MISSING_MARKS.iter().any(|m| c.trim().eq_ignore_ascii_case(m))
+                }),
                 Named::No => false,
             };
         }
@@ -1801,15 +1806,22 @@ fn parse_table(
                         return Err(at(format!("column {} is empty: a row without its label", column + 1)));
                     }
                     return match named {
-                        Named::Fixed(classes) => {
-                            classes.iter().position(|n| n == label).map(|i| i as f64).ok_or_else(|| {
+                        // A class's index reads as it (a `.npy` of predicted
+                        // classes holds them), where no name is that text.
+                        Named::Fixed(classes) => classes
+                            .iter()
+                            .position(|n| n == label)
+                            .or_else(|| label.parse::<usize>().ok().filter(|&i| i < classes.len()))
+                            .map(|i| i as f64)
+                            .ok_or_else(|| {
                                 at(format!(
-                                    "the label '{}' is not among the classes the checkpoint's run trained on ({})",
+                                    "the label '{}' is not among the classes the checkpoint's run trained on ({}), \
+                                     nor a class index below {}",
                                     shown(label),
-                                    classes.iter().map(|n| format!("'{}'", shown(n))).collect::<Vec<_>>().join(", ")
+                                    classes.iter().map(|n| format!("'{}'", shown(n))).collect::<Vec<_>>().join(", "),
+                                    classes.len()
                                 ))
-                            })
-                        }
+                            }),
                         _ => Ok(match names_seen.iter().position(|n| n == label) {
                             Some(i) => i as f64,
                             None => {
@@ -1919,20 +1931,16 @@ fn parse_table(
         lines.push(line);
     }
     // A narrow first row 0, 1, ..., n-1 above rows that are not all whole
-    // numbers is pandas' column names of an unnamed frame (a table of
-    // three columns trained on one row more, and predicted one row off);
-    // above whole numbers alone it may be a row of them, and stays.
-    if let Some(line) = numbered_first {
+    // numbers is likely pandas' column names of an unnamed frame (a table
+    // of three columns trained on one row more, and predicted one row off),
+    // said by the caller; it may also be data (`0,1` of y = x + 1), so it
+    // is read. Above whole numbers alone it is said nothing of.
+    if numbered_first.is_some() {
         let w = width.unwrap_or(0);
         let whole = |v: &f64| v.fract() == 0.0;
         let later = features.iter().skip(w).chain(labels.iter().skip(1));
-        if lines.len() > 1 && !{ later }.all(whole) {
-            return Err(bad(format!(
-                "{name}:{line}: the first row is 0, 1, ..., {}, above rows of other numbers: the column names pandas \
-                 writes (a header row); AICF reads tables of numbers alone: write it with to_csv(header=False, \
-                 index=False), or remove the row",
-                w
-            )));
+        if lines.len() < 2 || { later }.all(whole) {
+            numbered_first = None;
         }
     }
     // Classes by name are numbered in sorted order (scikit-learn's
@@ -1967,14 +1975,16 @@ enum Named<'a> {
 }
 
 /// The separator of a table's cells, from its first line that holds
-/// anything: `;` where it has more of them than commas (a European
-/// spreadsheet's CSV, whose decimal commas are then points), a tab where it
-/// has tabs and no comma (a TSV), else `,`.
+/// anything: the first of `,`, `;` (a European spreadsheet's CSV, whose
+/// decimal commas are then points) and a tab that splits it, outside
+/// quotes, into two cells or more that each read as a number (with a
+/// decimal comma under `;`), are empty, are quoted, or hold none of the
+/// others (a name); else `,` (whose errors then say what they hold).
 fn separator_of(path: &Path) -> Result<u8> {
     use std::io::BufRead;
     let mut reader = open_data(path)?;
     let mut line = Vec::new();
-    // (The first 64 KiB of a line are enough to count; a read error is the
+    // (The first 64 KiB of a line are enough to judge; a read error is the
     // parse's to say.)
     while line.iter().all(|b: &u8| b.is_ascii_whitespace()) {
         line.clear();
@@ -1983,15 +1993,41 @@ fn separator_of(path: &Path) -> Result<u8> {
             Ok(_) => {}
         }
     }
-    let count = |c: u8| line.iter().filter(|&&b| b == c).count();
-    let (commas, semicolons, tabs) = (count(b','), count(b';'), count(b'\t'));
-    Ok(if semicolons > 0 && semicolons >= commas {
-        b';'
-    } else if tabs > 0 && commas == 0 {
-        b'\t'
-    } else {
-        b','
-    })
+    let text = String::from_utf8_lossy(&line);
+    let text = text.trim_start_matches('\u{feff}').trim_end_matches(['\r', '\n']);
+    const CANDIDATES: [char; 3] = [',', ';', '\t'];
+    // Cells split by `sep` outside quotes, each with whether it was quoted.
+    let cells = |sep: char| {
+        let mut out = vec![(String::new(), false)];
+        let mut quoted = false;
+        for ch in text.chars() {
+            match ch {
+                '"' => {
+                    quoted = !quoted;
+                    if let Some(last) = out.last_mut() {
+                        last.1 = true;
+                    }
+                }
+                c if c == sep && !quoted => out.push((String::new(), false)),
+                c => {
+                    if let Some(last) = out.last_mut() {
+                        last.0.push(c);
+                    }
+                }
+            }
+        }
+        out
+    };
+    let reads = |sep: char| {
+        let split = cells(sep);
+        split.len() >= 2
+            && split.iter().all(|(cell, quoted)| {
+                let c = cell.trim();
+                let number = c.parse::<f64>().is_ok() || (sep == ';' && c.replace(',', ".").parse::<f64>().is_ok());
+                *quoted || c.is_empty() || number || !c.contains(|x| CANDIDATES.contains(&x))
+            })
+    };
+    Ok(CANDIDATES.into_iter().find(|&sep| reads(sep)).map_or(b',', |c| c as u8))
 }
 
 /// Cells that mark a missing value (pandas' `na_values`, R's `NA`, a
@@ -2266,8 +2302,8 @@ fn table_of(
     }
     if let Some(line) = numbered_first {
         notes.push(format!(
-            "{name}:{line}: the first row, 0, 1, ..., {width}, is read as a row of data; if it is pandas' column names \
-             (to_csv of a frame without names), remove it"
+            "{name}:{line}: the first row, 0, 1, ..., {width}, above rows of other numbers, is read as a row of data; \
+             if it is pandas' column names (to_csv of a frame without names), remove it"
         ));
     }
     if let Some(names) = &header {
@@ -2336,6 +2372,19 @@ fn table_of(
     // A table's row is named by its line.
     if !predicting {
         if let Some(row) = bad_label(&labels, sig) {
+            // Classes by name: the name, and how many the file has.
+            if let Some(names) = &class_names {
+                return Err(bad(format!(
+                    "{name}:{}: the label '{}' is class {} of the {} names the file holds, and the model has {} \
+                     classes: a model for this table has one output per name (`aicf propose --data {name}` writes \
+                     one)",
+                    lines[row],
+                    names.get(labels[row] as usize).map_or("?", String::as_str),
+                    labels[row],
+                    names.len(),
+                    sig.classes().unwrap_or(0)
+                )));
+            }
             return Err(bad(format!("{name}:{}: the label {} {}", lines[row], labels[row], no_class_of(&labels, sig))));
         }
         all_ignored(&name, &labels, sig)?;
@@ -2529,9 +2578,15 @@ fn same_columns(name: &str, names: &[String], trained: &str, per: usize) -> Resu
         }
         if parts.is_empty() { "other columns".to_string() } else { parts.join(", ") }
     };
+    let case = if given.iter().map(|n| n.to_lowercase()).eq(features.iter().map(|n| n.to_lowercase())) {
+        " (the names differ only in case)"
+    } else {
+        ""
+    };
     Err(bad(format!(
-        "{name}: its columns are not the features the checkpoint's run trained on ({}, then the label '{}'): {what}; \
-         columns are read by position, so give the features in that order (an id column dropped)",
+        "{name}: its columns are not the features the checkpoint's run trained on ({}, then the label '{}'): \
+         {what}{case}; columns are read by position, so give the features in that order (an id column dropped), or \
+         remove the header row to have them read by position as they are",
         list(features),
         trained[per]
     )))
@@ -2550,7 +2605,7 @@ fn id_like(name: &str) -> bool {
 
 /// Names of a label column: a note where one of them is not the last
 /// column, which is the label a table's row is read with.
-const LABEL_NAMES: [&str; 7] = ["label", "labels", "target", "class", "y", "outcome", "survived"];
+const LABEL_NAMES: [&str; 6] = ["label", "labels", "target", "class", "outcome", "survived"];
 
 fn label_elsewhere(name: &str, names: &[String]) -> Option<String> {
     let is_label = |n: &str| LABEL_NAMES.contains(&n.to_lowercase().as_str());

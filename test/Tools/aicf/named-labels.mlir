@@ -42,3 +42,16 @@
 // RUN: cp %t/clean.csv %t/reg.csv && echo "1,2,high" >> %t/reg.csv
 // RUN: not aicf train %t/r.mlir --data %t/reg.csv --epochs 1 --no-runs-db --no-progress --out %t/reg 2>&1 | FileCheck %s --check-prefix=REG
 // REG: error: {{.*}}reg.csv:52: column 3 ('t') is 'high'
+//
+// A class index reads as its name where the checkpoint's are names (a
+// .npy of predicted classes holds them); NA in the first row is a missing
+// value, not a class; more names than the model has classes names the
+// label.
+// RUN: sed -e 's/setosa$/0/' -e 's/versicolor$/1/' -e 's/virginica$/2/' %t/iris.csv > %t/indices.csv
+// RUN: aicf eval %t/m.mlir --checkpoint %t/ck --data %t/indices.csv --out %t/e | FileCheck %s --check-prefix=EVAL
+// RUN: awk -F, -v OFS=, 'NR == 2 {$3 = "NA"} {print}' %t/iris.csv > %t/na.csv
+// RUN: not aicf train %t/m.mlir --data %t/na.csv --epochs 1 --no-runs-db --no-progress --out %t/na 2>&1 | FileCheck %s --check-prefix=NA
+// NA: error: {{.*}}na.csv:2: column 3 ('species') is 'NA': invalid float literal (a missing value?
+// RUN: awk -F, -v OFS=, 'NR == 7 {$3 = "ant"} {print}' %t/iris.csv > %t/four.csv
+// RUN: not aicf train %t/m.mlir --data %t/four.csv --epochs 1 --no-runs-db --no-progress --out %t/four 2>&1 | FileCheck %s --check-prefix=FOUR
+// FOUR: error: {{.*}}four.csv:{{[0-9]+}}: the label '{{[a-z]+}}' is class 3 of the 4 names the file holds, and the model has 3 classes
