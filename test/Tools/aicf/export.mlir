@@ -66,7 +66,8 @@
 // NOWEIGHTS: no --checkpoint, and the model holds no weights of its own
 // RUN: not aicf export %S/../../../examples/cnn/digits_cnn.mlir --checkpoint %t/ck -o %t/cnn.onnx --out %t/x 2>&1 | FileCheck %s --check-prefix=OTHER
 // OTHER: the checkpoint is of another model
-// RUN: not aicf export %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck -o %t --out %t/x 2>&1 | FileCheck %s --check-prefix=DIR
+// RUN: mkdir -p %t/dir.onnx
+// RUN: not aicf export %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck -o %t/dir.onnx --out %t/x 2>&1 | FileCheck %s --check-prefix=DIR
 // DIR: is a directory, not a file
 // RUN: not aicf export %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck -o %t/m.onnx --momentum 0.9 --out %t/x 2>&1 | FileCheck %s --check-prefix=TRAINING
 // TRAINING: `aicf export` trains nothing

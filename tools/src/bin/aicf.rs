@@ -4427,28 +4427,12 @@ fn predict(
         if !predict::known_format(o) {
             return Err(format!("-o {}: predictions are written as {}", o.display(), predict::FORMATS));
         }
-        if o.is_dir() {
-            return Err(format!("-o {}: is a directory, not a file", o.display()));
-        }
-        // Its directory is made now (a missing one failed after the
-        // predictions were computed, naming no option).
-        if let Some(parent) = o.parent().filter(|p| !p.as_os_str().is_empty() && !p.is_dir()) {
-            if let Some(file) = parent.ancestors().find(|a| a.is_file()) {
-                return Err(format!(
-                    "-o {}: {} is a file, not a directory to write it in",
-                    o.display(),
-                    file.display()
-                ));
-            }
-            run::make_dir(parent).map_err(|e| format!("-o {}: {e}", o.display()))?;
-        }
-        aicf_compiler::train::refuse_overwriting_weights(o, "the predictions")
-            .map_err(|e| format!("-o {}: {e}", o.display()))?;
-        for given in [Some(&c.model), checkpoint.map(Path::to_path_buf).as_ref()].into_iter().flatten().chain(data) {
-            if aicf_compiler::train::same_path(o, given) {
-                return Err(format!("-o {}: is an input of this command; give another file", o.display()));
-            }
-        }
+        let inputs: Vec<&Path> = [Some(c.model.as_path()), checkpoint]
+            .into_iter()
+            .flatten()
+            .chain(data.iter().map(PathBuf::as_path))
+            .collect();
+        output_file(o, "the predictions", &inputs)?;
     }
     let (model, graph_loss) = hl_model_ordered(c, out, Say::Stderr)?;
     // (Given a file per input of a model that computes its own loss, in the
@@ -4515,26 +4499,11 @@ fn export(
     out: &Path,
 ) -> Result<()> {
     no_loss(c, "export")?;
-    if output.is_dir() {
-        return Err(format!("-o {}: is a directory, not a file", output.display()));
+    if !output.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) {
+        return Err(format!("-o {}: an ONNX model is written to a .onnx file", output.display()));
     }
-    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty() && !p.is_dir()) {
-        if let Some(file) = parent.ancestors().find(|a| a.is_file()) {
-            return Err(format!(
-                "-o {}: {} is a file, not a directory to write it in",
-                output.display(),
-                file.display()
-            ));
-        }
-        run::make_dir(parent).map_err(|e| format!("-o {}: {e}", output.display()))?;
-    }
-    aicf_compiler::train::refuse_overwriting_weights(output, "the ONNX model")
-        .map_err(|e| format!("-o {}: {e}", output.display()))?;
-    for given in [Some(&c.model), checkpoint.map(Path::to_path_buf).as_ref()].into_iter().flatten() {
-        if aicf_compiler::train::same_path(output, given) {
-            return Err(format!("-o {}: is an input of this command; give another file", output.display()));
-        }
-    }
+    let inputs: Vec<&Path> = [Some(c.model.as_path()), checkpoint].into_iter().flatten().collect();
+    output_file(output, "the ONNX model", &inputs)?;
     // An hl model is exported at the batch asked for (else a dynamic one),
     // not retargeted to a file first; an ONNX model's import binds its
     // batch (the checkpoint's run's).
@@ -4578,6 +4547,27 @@ fn export(
              f32 master weights, so its outputs differ from `aicf predict`'s in about the third digit",
             c.precision.name()
         );
+    }
+    Ok(())
+}
+
+/// Checks the file `-o` names before anything compiles (`what` it will
+/// hold): not a directory, nor weights, nor one of the command's `inputs`;
+/// its directory is made now (a missing one failed after the work was
+/// done, naming no option).
+fn output_file(o: &Path, what: &str, inputs: &[&Path]) -> Result<()> {
+    if o.is_dir() {
+        return Err(format!("-o {}: is a directory, not a file", o.display()));
+    }
+    if let Some(parent) = o.parent().filter(|p| !p.as_os_str().is_empty() && !p.is_dir()) {
+        if let Some(file) = parent.ancestors().find(|a| a.is_file()) {
+            return Err(format!("-o {}: {} is a file, not a directory to write it in", o.display(), file.display()));
+        }
+        run::make_dir(parent).map_err(|e| format!("-o {}: {e}", o.display()))?;
+    }
+    aicf_compiler::train::refuse_overwriting_weights(o, what).map_err(|e| format!("-o {}: {e}", o.display()))?;
+    if inputs.iter().any(|given| aicf_compiler::train::same_path(o, given)) {
+        return Err(format!("-o {}: is an input of this command; give another file", o.display()));
     }
     Ok(())
 }
