@@ -1731,7 +1731,14 @@ fn parse_table(
             Err(e) => {
                 // The record's line (blank lines counted), else its number.
                 let line = e.position().map_or(n as u64, |p| p.line());
-                return Err(bad(format!("{name}:{line}: {e}")));
+                // Not UTF-8: a spreadsheet's export in another encoding.
+                let hint = if matches!(e.kind(), csv::ErrorKind::Utf8 { .. }) {
+                    " (not UTF-8 text: a spreadsheet's export in Latin-1 or UTF-16? save it as CSV UTF-8, or convert \
+                     it: iconv -f latin1 -t utf-8)"
+                } else {
+                    ""
+                };
+                return Err(bad(format!("{name}:{line}: {e}{hint}")));
             }
         }
         let line = record.position().map_or(n as u64, |p| p.line());
@@ -1844,6 +1851,13 @@ fn parse_table(
                          median as scikit-learn's SimpleImputer does, or drop the row)"
                     } else if column == 0 && c.trim_start().starts_with('#') {
                         " (a comment line? AICF reads tables of numbers alone: remove it)"
+                    } else if separator == b','
+                        && c.contains(',')
+                        && c.trim().replace(',', "").parse::<f64>().is_ok()
+                        && c.trim().split(',').skip(1).all(|g| g.len() == 3)
+                    {
+                        // A quoted number with thousands separators.
+                        " (a number written with thousands separators? write it without them: 1257, not \"1,257\")"
                     } else if [';', '\t', '|'].iter().any(|s| c.contains(*s)) {
                         // Another separator (decimal commas may split it).
                         " (AICF reads comma-separated values, and this cell holds ';', a tab or '|': another \

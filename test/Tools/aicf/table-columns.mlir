@@ -86,3 +86,10 @@
 // RUN: printf '1,5;2,25;0,75\n2,5;1,25;1,5\n3,5;0,5;2\n' > %t/euro2.csv
 // RUN: aicf propose --data %t/euro2.csv -o %t/e.mlir --structure "mlp 4" --task regression --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=EURO2
 // EURO2: wrote {{.*}}e.mlir (mlp 4, 17 parameters)
+// A number with thousands separators, and a file in Latin-1, are said.
+// RUN: printf 'a,b,label\n1,"1,257",0\n2,3,1\n' > %t/thousands.csv
+// RUN: not aicf propose --data %t/thousands.csv -o %t/t.mlir --structure "mlp 4" --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=THOUSANDS
+// THOUSANDS: error: {{.*}}thousands.csv:2: column 2 ('b') is '1,257': invalid float literal (a number written with thousands separators? write it without them
+// RUN: printf 'caf\xe9,b,label\n1,2,0\n2,3,1\n' > %t/latin.csv
+// RUN: not aicf propose --data %t/latin.csv -o %t/t.mlir --structure "mlp 4" --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=LATIN
+// LATIN: error: {{.*}}latin.csv:1: {{.*}}invalid utf-8{{.*}} (not UTF-8 text: a spreadsheet's export in Latin-1 or UTF-16? save it as CSV UTF-8
