@@ -83,6 +83,9 @@ pub struct ExportOptions<'a> {
     pub preprocess: Preprocess,
     /// A dynamic batch where the model allows one; else the model's own.
     pub dynamic_batch: bool,
+    /// `@forward`'s first result read back in the data's units, `y * std +
+    /// mean` per element of an example (a run's standardized targets).
+    pub postprocess: Option<(Vec<f64>, Vec<f64>)>,
     /// The names of `@forward`'s results (an imported model's own graph
     /// outputs), where there is one for each; else `output`, `output_1`.
     pub output_names: Vec<String>,
@@ -616,7 +619,24 @@ impl<'o> Builder<'o> {
             if name == "func.return" {
                 let values = ir::operands(op);
                 for (k, &v) in values.iter().enumerate() {
-                    let src = self.input(v)?;
+                    let mut src = self.input(v)?;
+                    if let (0, Some((mean, std))) = (k, &opts.postprocess) {
+                        let spec = ir::spec(v);
+                        let dims = &spec.shape[1.min(spec.shape.len())..];
+                        let per: usize = dims.iter().product::<usize>().max(1);
+                        if mean.len() != per || std.len() != per {
+                            return Err(ExportError::Model(format!(
+                                "{}: the checkpoint standardized {} targets an example; @forward's output has {per}",
+                                self.name,
+                                mean.len()
+                            ))
+                            .into());
+                        }
+                        let s = self.constant("target_std", spec.dtype, dims, std);
+                        let m = self.constant("target_mean", spec.dtype, dims, mean);
+                        let scaled = self.node("Mul", &[&src, &s], vec![]);
+                        src = self.node("Add", &[&scaled, &m], vec![]);
+                    }
                     let want = match opts.output_names.get(k).filter(|_| opts.output_names.len() == values.len()) {
                         Some(n) => n.clone(),
                         None if values.len() == 1 => "output".to_string(),

@@ -692,6 +692,15 @@ pub struct DataOptions {
     /// The classes by name a checkpoint's run read its labels as (its
     /// [`CLASSES_KEY`]).
     pub class_names: Option<String>,
+    /// Tables: a regression's targets read as (y - mean) / deviation by the
+    /// training rows' statistics (`aicf train --standardize-targets`), so
+    /// that a network whose outputs start near 0 at a scale of 1 fits
+    /// prices of 1e5; the checkpoint keeps them ([`TARGETS_KEY`]), and
+    /// predictions are read back in the file's units.
+    pub standardize_targets: bool,
+    /// The target statistics to read targets with instead of the training
+    /// rows' (a checkpoint's [`TARGETS_KEY`]).
+    pub target_stats: Option<String>,
     /// Tables and arrays read for predictions (`aicf predict`): every row,
     /// in the file's order (none held out), and the targets may be absent
     /// (a table of features alone, arrays for the data inputs alone); those
@@ -801,6 +810,8 @@ impl Default for DataOptions {
             feature_stats: None,
             columns: None,
             class_names: None,
+            standardize_targets: false,
+            target_stats: None,
             predicting: false,
             starting: false,
         }
@@ -1157,8 +1168,9 @@ fn find_target_scale(names: &[String], rows: &Rows) -> Option<String> {
         "a network's outputs start near 0, at a scale of 1, and take many steps to reach them"
     };
     Some(format!(
-        "{name}: the targets (input #{c}) have mean {mean:.4e} and standard deviation {deviation:.4e}; {why}: scale \
-         the targets to about 1 (and the loss back)"
+        "{name}: the targets (input #{c}) have mean {mean:.4e} and standard deviation {deviation:.4e}; {why}: \
+         --standardize-targets reads them at mean 0 and deviation 1 (a table's; predictions come back in the file's \
+         units), or scale them to about 1 yourself"
     ))
 }
 
@@ -2411,6 +2423,38 @@ fn table_of(
             options.val_split
         )));
     }
+    // A regression's targets standardized where asked (or as the
+    // checkpoint's run read them); the labels a prediction does not read
+    // are left alone.
+    if options.standardize_targets || options.target_stats.is_some() {
+        if is_int(y.dtype) || class_labels.is_some() {
+            return Err(bad(format!(
+                "{name}: --standardize-targets standardizes a regression's targets; this model's @loss takes class \
+                 labels"
+            )));
+        }
+        let per_y: usize = y.shape[1..].iter().product::<usize>().max(1);
+        if !predicting {
+            let stats = match &options.target_stats {
+                Some(text) => Standardization::from_metadata(&name, text, per_y)?,
+                None => Standardization::of(&labels, per_y, &train),
+            };
+            stats.apply(&mut labels);
+            if options.target_stats.is_none() {
+                notes.push(format!(
+                    "{name}: the targets are standardized (mean {}, deviation {}): losses are of the standardized \
+                     targets (a squared error of L is L x {:.4e} in the file's units), predictions are in the file's \
+                     units",
+                    shown_list(&stats.mean),
+                    shown_list(&stats.std),
+                    stats.std.first().map_or(1.0, |d| d * d)
+                ));
+            }
+            column_names.push((TARGETS_KEY.to_string(), stats.to_metadata()));
+        } else if let Some(text) = &options.target_stats {
+            column_names.push((TARGETS_KEY.to_string(), text.clone()));
+        }
+    }
     // Integer features (token or category ids for a gather) are read as
     // the file holds them: scaled, an id of 5 read as 1 where the largest
     // was 5, training the wrong embedding rows without a word.
@@ -2549,6 +2593,10 @@ fn table_of(
     ))
 }
 
+/// Checkpoint metadata: a regression's target [`Standardization`]
+/// (`--standardize-targets`): the model predicts `(y - mean) / std`.
+pub const TARGETS_KEY: &str = "target_standardize";
+
 /// Checkpoint metadata: the names of the classes of a table whose labels
 /// were names (`setosa`, `yes`), in class order, as a JSON list.
 pub const CLASSES_KEY: &str = "class_names";
@@ -2615,6 +2663,12 @@ fn id_like(name: &str) -> bool {
         || name.ends_with("ID")
         || lower.ends_with("_id")
         || lower.ends_with(" id")
+}
+
+/// Up to four numbers of `v` as a note shows them.
+fn shown_list(v: &[f64]) -> String {
+    let shown: Vec<String> = v.iter().take(4).map(|x| format!("{x:.4e}")).collect();
+    if v.len() > 4 { format!("{}, ...", shown.join(", ")) } else { shown.join(", ") }
 }
 
 /// Names of a label column: a note where one of them is not the last

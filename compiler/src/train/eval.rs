@@ -101,6 +101,7 @@ pub fn evaluate_checkpoint(
         feature_stats: meta.get(super::data::STANDARDIZE_KEY).cloned(),
         columns: meta.get(super::data::COLUMNS_KEY).cloned(),
         class_names: meta.get(super::data::CLASSES_KEY).cloned(),
+        target_stats: meta.get(super::data::TARGETS_KEY).cloned(),
         whole_text: text && !held,
         ..DataOptions::default()
     };
@@ -306,7 +307,21 @@ pub fn evaluate_checkpoint(
                 crate::train::fp16_range_hint(trainer.options().precision)
             )));
         }
-        return Ok(Scored { accuracy: f64::NAN, loss, unit: unit.into(), examples: n, what, epoch: epoch_of(&meta) });
+        // Standardized targets (`--standardize-targets`): the loss is of
+        // them; a one-target squared error is also said in the file's units.
+        let unit = match meta
+            .get(super::data::TARGETS_KEY)
+            .and_then(|t| serde_json::from_str::<super::data::Standardization>(t).ok())
+        {
+            Some(stats) if stats.std.len() == 1 => format!(
+                "{} of the standardized targets; as a mean squared error, RMSE {:.4e} in the file's units)",
+                unit.trim_end_matches(')'),
+                loss.max(0.0).sqrt() * stats.std[0]
+            ),
+            Some(_) => format!("{} of the standardized targets)", unit.trim_end_matches(')')),
+            None => unit.into(),
+        };
+        return Ok(Scored { accuracy: f64::NAN, loss, unit, examples: n, what, epoch: epoch_of(&meta) });
     }
     // (Where the reported figure is the model's @loss, that one.)
     let reported = if by_model_loss { loss_sum } else { nll };

@@ -76,6 +76,21 @@ pub fn export(request: &ExportRequest, report: &mut dyn Report) -> Result<Export
         },
         _ => Preprocess::default(),
     };
+    // Standardized targets: the output is read back in the data's units.
+    let postprocess = match meta.get(super::data::TARGETS_KEY) {
+        Some(text) => {
+            let s: Standardization = serde_json::from_str(text).map_err(|e| TrainError::Io {
+                path: request.checkpoint.map(Path::to_path_buf).unwrap_or_default(),
+                message: format!("its {} does not read ({e})", super::data::TARGETS_KEY),
+            })?;
+            report.note(
+                "the checkpoint's run standardized its targets: the graph's output is read back in the data's units \
+                 (times their deviation, plus their mean), as `aicf predict` writes it",
+            );
+            Some((s.mean, s.std))
+        }
+        None => None,
+    };
     let source = match request.batch {
         Some(b) => crate::pipeline::rebatched_source(&source, &name, b)?,
         None => source,
@@ -91,6 +106,7 @@ pub fn export(request: &ExportRequest, report: &mut dyn Report) -> Result<Export
         preprocess,
         dynamic_batch: request.batch.is_none(),
         output_names: request.output_names.clone(),
+        postprocess,
         graph_name: stem,
         doc,
     };

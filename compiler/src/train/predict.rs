@@ -150,6 +150,7 @@ pub fn predict(
         feature_stats: standardized.clone(),
         columns: meta.get(super::data::COLUMNS_KEY).cloned(),
         class_names: meta.get(super::data::CLASSES_KEY).cloned(),
+        target_stats: meta.get(super::data::TARGETS_KEY).cloned(),
         predicting: true,
         ..DataOptions::default()
     };
@@ -256,10 +257,31 @@ pub fn predict(
         values.extend_from_slice(kept);
         Ok(())
     })?;
-    let shape: Vec<usize> = std::iter::once(n).chain(output_shape[1..].iter().copied()).collect();
-    let output = Tensor::new(shape, output_dtype.unwrap_or(DType::F32), values);
     // (Only the first result is the logits a classifier's loss reads.)
     let first = result == 0;
+    // A run that standardized its targets predicts standardized values:
+    // read back in the file's units.
+    let mut values = values;
+    if first && let Some(text) = meta.get(super::data::TARGETS_KEY) {
+        let stats: super::data::Standardization = serde_json::from_str(text).map_err(|e| TrainError::Io {
+            path: checkpoint.map(Path::to_path_buf).unwrap_or_default(),
+            message: format!("its {} does not read ({e})", super::data::TARGETS_KEY),
+        })?;
+        let per: usize = output_shape[1..].iter().product::<usize>().max(1);
+        if stats.mean.len() != per || stats.std.len() != per {
+            return Err(TrainError::Input(format!(
+                "the checkpoint standardized {} targets an example; @forward's output has {per}",
+                stats.mean.len()
+            )));
+        }
+        for row in values.chunks_mut(per) {
+            for ((v, m), d) in row.iter_mut().zip(&stats.mean).zip(&stats.std) {
+                *v = *v * d + m;
+            }
+        }
+    }
+    let shape: Vec<usize> = std::iter::once(n).chain(output_shape[1..].iter().copied()).collect();
+    let output = Tensor::new(shape, output_dtype.unwrap_or(DType::F32), values);
     let class_names = meta.get(super::data::CLASSES_KEY).and_then(|t| serde_json::from_str(t).ok());
     Ok(Predictions {
         output,

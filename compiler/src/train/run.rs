@@ -1487,6 +1487,7 @@ fn fit_run(
         feature_stats: feature_stats.or(run.data.feature_stats.clone()),
         columns: resume.as_ref().and_then(|(_, meta)| meta.get(super::data::COLUMNS_KEY).cloned()),
         class_names: resume.as_ref().and_then(|(_, meta)| meta.get(super::data::CLASSES_KEY).cloned()),
+        target_stats: resume.as_ref().and_then(|(_, meta)| meta.get(super::data::TARGETS_KEY).cloned()),
         feature_scale: run.data.feature_scale.or(recorded_scale),
         starting: resume.is_none(),
         ..run.data.clone()

@@ -133,6 +133,7 @@ fn round_trip_to(
         preprocess: Preprocess::default(),
         dynamic_batch: true,
         output_names: Vec::new(),
+        postprocess: None,
         graph_name: "forward".into(),
         doc: String::new(),
     };
@@ -335,6 +336,7 @@ fn missing_or_misshapen_weights_are_refused_where_they_are_read() {
             preprocess: Preprocess::default(),
             dynamic_batch: true,
             output_names: Vec::new(),
+            postprocess: None,
             graph_name: "forward".into(),
             doc: String::new(),
         }
@@ -361,6 +363,7 @@ fn a_checkpoints_feature_scaling_is_the_graphs_first_step() {
         preprocess: Preprocess { scale: Some(4.0), standardize: Some((mean.clone(), std.clone())) },
         dynamic_batch: true,
         output_names: Vec::new(),
+        postprocess: None,
         graph_name: "forward".into(),
         doc: String::new(),
     };

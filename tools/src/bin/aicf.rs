@@ -423,6 +423,13 @@ enum Command {
         /// every feature (a CSV's largest magnitude; arrays as they are).
         #[arg(long)]
         standardize: bool,
+        /// Tables: read a regression's targets as (y - mean) / deviation by
+        /// the training rows' statistics (prices of 1e5 that a network's
+        /// outputs, starting near 0, would take long to reach); losses are
+        /// of the standardized targets, predictions in the file's units
+        /// (kept in checkpoints: eval, predict, export and resume read them).
+        #[arg(long)]
+        standardize_targets: bool,
         /// Tables: divide the features by this instead of the training
         /// rows' largest magnitude (1: as the file holds them, as a model's
         /// own pretrained weights may expect); recorded in checkpoints.
@@ -1171,6 +1178,7 @@ fn main() {
             seed,
             val_split,
             standardize,
+            standardize_targets,
             feature_scale,
             windows_per_epoch,
             eval_windows,
@@ -1511,6 +1519,8 @@ fn main() {
                     feature_stats: None,
                     columns: None,
                     class_names: None,
+                    standardize_targets,
+                    target_stats: None,
                     predicting: false,
                     // (Said by the run, which knows whether it resumes.)
                     starting: false,
