@@ -1226,7 +1226,14 @@ impl Dataset {
                 other.display()
             )));
         }
-        let mut dataset = if kind.ends_with(".csv") || kind.ends_with(".csv.gz") {
+        let table_file = kind.ends_with(".csv") || kind.ends_with(".csv.gz");
+        if options.standardize_targets && !table_file {
+            return Err(bad(format!(
+                "{name}: --standardize-targets standardizes a table's regression targets (a CSV's last column); \
+                 scale other targets in the files themselves"
+            )));
+        }
+        let mut dataset = if table_file {
             table(first, sig, options)
         } else if is_text(first) {
             text(first, sig, options)

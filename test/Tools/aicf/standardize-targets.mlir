@@ -32,3 +32,5 @@
 //
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --standardize-targets --epochs 1 --no-runs-db --no-progress --out %t/c 2>&1 | FileCheck %s --check-prefix=CLASSES
 // CLASSES: error: {{.*}}digits.csv.gz: --standardize-targets standardizes a regression's targets; this model's @loss takes class labels
+// RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --standardize-targets --epochs 1 --no-runs-db --no-progress --out %t/t 2>&1 | FileCheck %s --check-prefix=TEXT
+// TEXT: error: {{.*}}tinyshakespeare.txt: --standardize-targets standardizes a table's regression targets (a CSV's last column)
