@@ -98,6 +98,13 @@ test: setup check-runtime-deps
 	else \
 	  rmdir $$probe; echo "not run here: an_immutable_checkpoint_directory_is_named_before_training (chattr +i needs root)"; \
 	fi
+	@# And the export's onnxruntime check, where the ONNX venv is (make onnx-venv).
+	@if $(ONNX_VENV)/bin/python -c "import onnx, onnxruntime" 2>/dev/null; then \
+	  AICF_ONNX_PYTHON=$(ONNX_VENV)/bin/python $(CARGO) test -p aicf-compiler --test compiler \
+	    exported_models_run_in_onnxruntime -- --ignored; \
+	else \
+	  echo "not run here: exported_models_run_in_onnxruntime (needs $(ONNX_VENV) with onnx and onnxruntime: make onnx-venv)"; \
+	fi
 
 # The runtime must build without LLVM/MLIR (it is embedded on machines that
 # have neither); fail if any crate of its dependency tree pulls them in.

@@ -620,22 +620,8 @@ impl<'o> Builder<'o> {
                 let values = ir::operands(op);
                 for (k, &v) in values.iter().enumerate() {
                     let mut src = self.input(v)?;
-                    if let (0, Some((mean, std))) = (k, &opts.postprocess) {
-                        let spec = ir::spec(v);
-                        let dims = &spec.shape[1.min(spec.shape.len())..];
-                        let per: usize = dims.iter().product::<usize>().max(1);
-                        if mean.len() != per || std.len() != per {
-                            return Err(ExportError::Model(format!(
-                                "{}: the checkpoint standardized {} targets an example; @forward's output has {per}",
-                                self.name,
-                                mean.len()
-                            ))
-                            .into());
-                        }
-                        let s = self.constant("target_std", spec.dtype, dims, std);
-                        let m = self.constant("target_mean", spec.dtype, dims, mean);
-                        let scaled = self.node("Mul", &[&src, &s], vec![]);
-                        src = self.node("Add", &[&scaled, &m], vec![]);
+                    if let (0, Some(stats)) = (k, &opts.postprocess) {
+                        src = self.per_element(&src, &ir::spec(v), stats, false)?;
                     }
                     let want = match opts.output_names.get(k).filter(|_| opts.output_names.len() == values.len()) {
                         Some(n) => n.clone(),
@@ -698,27 +684,60 @@ impl<'o> Builder<'o> {
     fn preprocess(&mut self, name: &str, spec: &crate::types::TensorSpec) -> Result<String, Failure> {
         let p = self.options.preprocess.clone();
         let mut x = name.to_string();
-        let per: usize = spec.shape.iter().skip(1).product();
-        if let Some((mean, std)) = &p.standardize {
-            if mean.len() != per || std.len() != per {
-                return Err(ExportError::Model(format!(
-                    "{}: the checkpoint standardized {} features an example; @forward's input '{name}' has {per}",
-                    self.name,
-                    mean.len()
-                ))
-                .into());
-            }
-            let dims = &spec.shape[1..];
-            let m = self.constant("feature_mean", spec.dtype, dims, mean);
-            let s = self.constant("feature_std", spec.dtype, dims, std);
-            let centred = self.node("Sub", &[&x, &m], vec![]);
-            x = self.node("Div", &[&centred, &s], vec![]);
+        if let Some(stats) = &p.standardize {
+            x = self.per_element(&x, spec, stats, true)?;
         }
         if let Some(s) = p.scale.filter(|&s| s != 1.0) {
             let c = self.scalar(spec.dtype, s);
             x = self.node("Div", &[&x, &c], vec![]);
         }
         Ok(x)
+    }
+
+    /// `x` (of `spec`, its first dimension the batch) standardized by
+    /// `(mean, std)` per element of an example, `(x - mean) / std` (a
+    /// run's features), or read back, `x * std + mean` (its targets).
+    fn per_element(
+        &mut self,
+        x: &str,
+        spec: &crate::types::TensorSpec,
+        (mean, std): &(Vec<f64>, Vec<f64>),
+        standardize: bool,
+    ) -> Result<String, Failure> {
+        let dims = &spec.shape[1.min(spec.shape.len())..];
+        let per: usize = dims.iter().product::<usize>().max(1);
+        if mean.len() != per || std.len() != per {
+            let what = if standardize {
+                "features an example; @forward's input"
+            } else {
+                "targets an example; @forward's output"
+            };
+            return Err(ExportError::Model(format!(
+                "{}: the checkpoint standardized {} {what} '{x}' has {per}",
+                self.name,
+                mean.len()
+            ))
+            .into());
+        }
+        let m = self.constant("mean", spec.dtype, dims, mean);
+        let s = self.constant("std", spec.dtype, dims, std);
+        Ok(if standardize {
+            let centred = self.node("Sub", &[x, &m], vec![]);
+            self.node("Div", &[&centred, &s], vec![])
+        } else {
+            let scaled = self.node("Mul", &[x, &s], vec![]);
+            self.node("Add", &[&scaled, &m], vec![])
+        })
+    }
+
+    /// `x` in NCHW, ONNX's image layout, where the op reads NHWC.
+    fn nchw(&mut self, x: &str, nhwc: bool) -> String {
+        if nhwc { self.node("Transpose", &[x], vec![attr_ints("perm", &[0, 3, 1, 2])]) } else { x.to_string() }
+    }
+
+    /// An NCHW result back in the op's layout.
+    fn back_from_nchw(&mut self, y: String, nhwc: bool) -> String {
+        if nhwc { self.node("Transpose", &[&y], vec![attr_ints("perm", &[0, 2, 3, 1])]) } else { y }
     }
 
     /// One op's nodes; the name of its result (`None`: an op of no result).
@@ -968,16 +987,11 @@ impl<'o> Builder<'o> {
                     attr_ints("dilations", &ints("dilation")?),
                     attr_i("group", int("groups")?),
                 ];
-                let input = if nhwc {
-                    self.node("Transpose", &[&x[0]], vec![attr_ints("perm", &[0, 3, 1, 2])])
-                } else {
-                    x[0].clone()
-                };
-                let mut inputs: Vec<String> = vec![input];
+                let mut inputs: Vec<String> = vec![self.nchw(&x[0], nhwc)];
                 inputs.extend(x[1..].iter().cloned());
                 let refs: Vec<&str> = inputs.iter().map(|s| s.as_str()).collect();
                 let y = self.node("Conv", &refs, attrs);
-                Ok(Some(if nhwc { self.node("Transpose", &[&y], vec![attr_ints("perm", &[0, 2, 3, 1])]) } else { y }))
+                Ok(Some(self.back_from_nchw(y, nhwc)))
             }
             "hl.max_pool2d" | "hl.avg_pool2d" => {
                 let nhwc = ir::int_attr(op, "layout").unwrap_or(0) == 1;
@@ -995,13 +1009,9 @@ impl<'o> Builder<'o> {
                     attrs.push(attr_i("count_include_pad", 1));
                     "AveragePool"
                 };
-                let input = if nhwc {
-                    self.node("Transpose", &[&x[0]], vec![attr_ints("perm", &[0, 3, 1, 2])])
-                } else {
-                    x[0].clone()
-                };
+                let input = self.nchw(&x[0], nhwc);
                 let y = self.node(onnx, &[&input], attrs);
-                Ok(Some(if nhwc { self.node("Transpose", &[&y], vec![attr_ints("perm", &[0, 2, 3, 1])]) } else { y }))
+                Ok(Some(self.back_from_nchw(y, nhwc)))
             }
             "hl.attention" => {
                 let q = ir::spec(ir::operands(op)[0]).shape;

@@ -33,13 +33,21 @@ pub struct ExportRequest<'a> {
     pub output_names: Vec<String>,
 }
 
+/// Refuses an output that is not a `.onnx` file (checked by the CLI too,
+/// before it makes the file's directory).
+pub fn onnx_file(output: &Path) -> std::result::Result<(), String> {
+    if output.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) {
+        Ok(())
+    } else {
+        Err(format!("-o {}: an ONNX model is written to a .onnx file", output.display()))
+    }
+}
+
 /// Exports the model, writes it to `request.output` (whole or not at all),
 /// and returns what was written.
 pub fn export(request: &ExportRequest, report: &mut dyn Report) -> Result<Exported> {
     let output = request.output;
-    if !output.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) {
-        return Err(TrainError::Input(format!("-o {}: an ONNX model is written to a .onnx file", output.display())));
-    }
+    onnx_file(output).map_err(TrainError::Input)?;
     let (name, source, meta) = match request.checkpoint {
         Some(c) => {
             let (name, source, meta, _) =

@@ -101,6 +101,32 @@ fn assert_close(what: &str, a: &Array, b: &Array, tol: f64) {
     assert!(worst <= tol * scale, "{what}: differs by {worst:.3e} (largest value {scale:.3e})");
 }
 
+/// What the tests export with: `weights`, at a dynamic batch.
+fn options(weights: &BTreeMap<String, Entry>, preprocess: Preprocess) -> ExportOptions<'_> {
+    ExportOptions {
+        weights,
+        preprocess,
+        dynamic_batch: true,
+        output_names: Vec::new(),
+        postprocess: None,
+        graph_name: "forward".into(),
+        doc: String::new(),
+    }
+}
+
+/// The exported `model` imported at `batch`: its `hl` text and weights.
+fn imported(model: &aicf_onnx::proto::ModelProto, file: &str, batch: usize) -> (String, Vec<(String, Array)>) {
+    let options = ImportOptions { batch: Some(batch), loss: Loss::Mse, ..Default::default() };
+    let imported = import_model(model, file, std::path::Path::new("."), &options)
+        .unwrap_or_else(|e| panic!("{file} exported, imported at batch {batch}: {e}"));
+    let params = imported
+        .weights
+        .iter()
+        .map(|(n, s, v)| (n.clone(), Array::new(s.clone(), DType::F32, v.iter().map(|&x| x as f64).collect()).unwrap()))
+        .collect();
+    (imported.module.text, params)
+}
+
 /// Exports `source` at a dynamic batch, imports the file at `batch` and at
 /// `batch + 3`, and compares each with the interpreter on the model at
 /// that batch. Returns the export.
@@ -128,16 +154,8 @@ fn round_trip_to(
 ) -> aicf_compiler::export::Exported {
     let source = rebatched_source(source, file, batch).unwrap();
     let (entries, params) = weights(&source);
-    let options = ExportOptions {
-        weights: &entries,
-        preprocess: Preprocess::default(),
-        dynamic_batch: true,
-        output_names: Vec::new(),
-        postprocess: None,
-        graph_name: "forward".into(),
-        doc: String::new(),
-    };
-    let exported = export_onnx(&source, file, &options).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let exported =
+        export_onnx(&source, file, &options(&entries, Preprocess::default())).unwrap_or_else(|e| panic!("{file}: {e}"));
     assert_eq!(exported.parameters, params.len(), "{file}: every parameter an initializer");
     let bytes = exported.encode().unwrap();
     let model = aicf_onnx::decode(&bytes).unwrap();
@@ -158,17 +176,8 @@ fn round_trip_to(
                 write_npy(&dir.join(format!("{stem}.b{b}.out{i}.npy")), a);
             }
         }
-        let options = ImportOptions { batch: Some(b), loss: Loss::Mse, ..Default::default() };
-        let imported = import_model(&model, file, std::path::Path::new("."), &options)
-            .unwrap_or_else(|e| panic!("{file} exported, imported at batch {b}: {e}"));
-        let back: Vec<(String, Array)> = imported
-            .weights
-            .iter()
-            .map(|(n, s, v)| {
-                (n.clone(), Array::new(s.clone(), DType::F32, v.iter().map(|&x| x as f64).collect()).unwrap())
-            })
-            .collect();
-        let got = run(&imported.module.text, &back, &args);
+        let (text, back) = imported(&model, file, b);
+        let got = run(&text, &back, &args);
         assert_eq!(got.len(), want.len(), "{file}: outputs");
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             assert_close(&format!("{file} at batch {b}, output {i}"), g, w, 2e-5);
@@ -330,22 +339,11 @@ fn missing_or_misshapen_weights_are_refused_where_they_are_read() {
     let file = "examples/mlp/digits_mlp.mlir";
     let source = example(file);
     let (mut entries, _) = weights(&source);
-    fn options(weights: &BTreeMap<String, Entry>) -> ExportOptions<'_> {
-        ExportOptions {
-            weights,
-            preprocess: Preprocess::default(),
-            dynamic_batch: true,
-            output_names: Vec::new(),
-            postprocess: None,
-            graph_name: "forward".into(),
-            doc: String::new(),
-        }
-    }
     let bias = entries.remove("fc2.bias").unwrap();
-    let e = export_onnx(&source, file, &options(&entries)).err().unwrap().to_string();
+    let e = export_onnx(&source, file, &options(&entries, Preprocess::default())).err().unwrap().to_string();
     assert!(e.contains("'hl.get_param'") && e.contains("parameter @fc2.bias has no tensor among the weights"), "{e}");
     entries.insert("fc2.bias".into(), Entry { shape: vec![5, 2], ..bias });
-    let e = export_onnx(&source, file, &options(&entries)).err().unwrap().to_string();
+    let e = export_onnx(&source, file, &options(&entries, Preprocess::default())).err().unwrap().to_string();
     assert!(e.contains("parameter @fc2.bias is [5, 2]") && e.contains("the model reads [10] f32"), "{e}");
 }
 
@@ -358,33 +356,14 @@ fn a_checkpoints_feature_scaling_is_the_graphs_first_step() {
     let (entries, params) = weights(&source);
     let mean: Vec<f64> = (0..64).map(|i| i as f64 / 8.0).collect();
     let std: Vec<f64> = (0..64).map(|i| 1.0 + (i % 5) as f64).collect();
-    let options = ExportOptions {
-        weights: &entries,
-        preprocess: Preprocess { scale: Some(4.0), standardize: Some((mean.clone(), std.clone())) },
-        dynamic_batch: true,
-        output_names: Vec::new(),
-        postprocess: None,
-        graph_name: "forward".into(),
-        doc: String::new(),
-    };
-    let exported = export_onnx(&source, file, &options).unwrap();
+    let preprocess = Preprocess { scale: Some(4.0), standardize: Some((mean.clone(), std.clone())) };
+    let exported = export_onnx(&source, file, &options(&entries, preprocess)).unwrap();
     let model = aicf_onnx::decode(&exported.encode().unwrap()).unwrap();
-    let imported = import_model(
-        &model,
-        file,
-        std::path::Path::new("."),
-        &ImportOptions { batch: Some(3), loss: Loss::Mse, ..Default::default() },
-    )
-    .unwrap();
-    let back: Vec<(String, Array)> = imported
-        .weights
-        .iter()
-        .map(|(n, s, v)| (n.clone(), Array::new(s.clone(), DType::F32, v.iter().map(|&x| x as f64).collect()).unwrap()))
-        .collect();
+    let (text, back) = imported(&model, file, 3);
     let raw = &inputs(&source, 10)[0];
     let seen: Vec<f64> =
         raw.data.iter().enumerate().map(|(i, &x)| (((x - mean[i % 64]) / std[i % 64]) as f32 / 4.0) as f64).collect();
     let want = run(&source, &params, &[Array::new(raw.shape.clone(), DType::F32, seen).unwrap()]);
-    let got = run(&imported.module.text, &back, std::slice::from_ref(raw));
+    let got = run(&text, &back, std::slice::from_ref(raw));
     assert_close("the standardized and scaled features", &got[0], &want[0], 1e-5);
 }

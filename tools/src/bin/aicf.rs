@@ -4509,9 +4509,7 @@ fn export(
     out: &Path,
 ) -> Result<()> {
     no_loss(c, "export")?;
-    if !output.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) {
-        return Err(format!("-o {}: an ONNX model is written to a .onnx file", output.display()));
-    }
+    aicf_compiler::train::export::onnx_file(output)?;
     let inputs: Vec<&Path> = [Some(c.model.as_path()), checkpoint].into_iter().flatten().collect();
     output_file(output, "the ONNX model", &inputs)?;
     // An hl model is exported at the batch asked for (else a dynamic one),
