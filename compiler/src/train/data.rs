@@ -35,6 +35,8 @@ use std::path::{Path, PathBuf};
 
 type Result<T, E = TrainError> = std::result::Result<T, E>;
 
+pub mod images;
+
 fn bad(message: impl Into<String>) -> TrainError {
     TrainError::Input(message.into())
 }
@@ -908,6 +910,9 @@ pub struct Dataset {
     /// scale: a run that then diverges is told to scale them, not only to
     /// lower the rate.
     pub unscaled: bool,
+    /// Each example's name where the data names them (an image folder's
+    /// paths): predictions write it beside each row.
+    pub row_names: Option<Vec<String>>,
 }
 
 /// Checkpoint metadata: [`Dataset::values_digest`] of the data the run
@@ -1208,6 +1213,40 @@ pub fn is_rows(path: &Path) -> bool {
     is_table(path) || ends_in(path, &[".safetensors", ".npy"])
 }
 
+/// The image folder `dir` ([`images`]) as rows: the images and their
+/// classes (by name, recorded as a table's named labels are), the paths
+/// naming the rows.
+fn image_folder(dir: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+    let name = dir.display().to_string();
+    let loaded = images::load(dir, sig, options)?;
+    // Images are read as 0 to 1 whatever a checkpoint's table was divided
+    // by (the digits' table by 16, their images' pixels by 255: both 0 to
+    // 1).
+    let options = DataOptions { feature_scale: None, ..options.clone() };
+    let mut dataset = rows_of_arrays(&name, loaded.arrays, sig, &options, loaded.split)?;
+    dataset.description = loaded.description;
+    dataset.notes.splice(0..0, loaded.notes);
+    if !loaded.classes.is_empty() {
+        dataset.metadata.insert(CLASSES_KEY.into(), serde_json::to_string(&loaded.classes).unwrap_or_default());
+    }
+    dataset.metadata.insert(images::IMAGES_KEY.into(), loaded.form);
+    if let Kind::Rows(rows) = &dataset.kind
+        && !options.predicting
+    {
+        dataset.notes.extend(find_input_scale(&[name], rows));
+    }
+    dataset.row_names = Some(loaded.names);
+    if !options.predicting {
+        if let Some(m) = dataset.input_magnitude() {
+            dataset.metadata.insert(INPUT_MAGNITUDE_KEY.into(), m.to_string());
+        }
+        if let Some(d) = dataset.values_digest() {
+            dataset.metadata.insert(VALUES_KEY.into(), d);
+        }
+    }
+    Ok(dataset)
+}
+
 impl Dataset {
     /// Loads `paths` for a model of signature `sig`, checking that every fed
     /// input fits.
@@ -1218,6 +1257,15 @@ impl Dataset {
         let kind = ext(first);
         if !(0.0..1.0).contains(&options.val_split) {
             return Err(bad(format!("the held-out fraction {} is not in [0, 1)", options.val_split)));
+        }
+        if images::is_image_folder(first) {
+            if let Some(other) = paths.get(1) {
+                return Err(bad(format!(
+                    "{}: one image folder is the data (a subfolder per class, or train/ and val/); give it alone",
+                    other.display()
+                )));
+            }
+            return image_folder(first, sig, options);
         }
         if paths.len() > 1 && !paths.iter().all(|p| ext(p).ends_with(".npy")) {
             let other = paths.iter().find(|p| !ext(p).ends_with(".npy")).unwrap_or(first);
@@ -1245,14 +1293,17 @@ impl Dataset {
                 Err(e) if options.predicting && data.len() < fed.len() => read_safetensors(first, &data).map_err(|_| e),
                 read => read,
             }?;
-            rows_of_arrays(&name, arrays, sig, options)
+            rows_of_arrays(&name, arrays, sig, options, None)
         } else if kind.ends_with(".npy") {
             let arrays = paths.iter().map(|p| read_npy(p)).collect::<Result<Vec<_>>>()?;
             // (Several files, one array each: named together.)
             let names = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
-            rows_of_arrays(&names, arrays, sig, options)
+            rows_of_arrays(&names, arrays, sig, options, None)
         } else {
-            Err(bad(format!("{name}: not a data file AICF reads (.csv, .csv.gz, .txt, .txt.gz, .safetensors, .npy)")))
+            Err(bad(format!(
+                "{name}: not a data file AICF reads (.csv, .csv.gz, .txt, .txt.gz, .safetensors, .npy, or a folder \
+                 of images)"
+            )))
         }?;
         if let Kind::Rows(rows) = &dataset.kind {
             let scale = dataset.metadata.get("feature_scale").and_then(|s| s.parse().ok()).unwrap_or(1.0);
@@ -2515,6 +2566,7 @@ fn table_of(
                 outlier: None,
                 notes: notes.clone(),
                 unscaled: false,
+                row_names: None,
             },
             alone,
         ));
@@ -2551,6 +2603,7 @@ fn table_of(
                 outlier,
                 notes: notes.clone(),
                 unscaled: false,
+                row_names: None,
             },
             alone,
         ));
@@ -2595,6 +2648,7 @@ fn table_of(
             outlier: None,
             notes,
             unscaled: false,
+            row_names: None,
         },
         alone,
     ))
@@ -3061,6 +3115,7 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
             }))
             .collect(),
         unscaled: false,
+        row_names: None,
     })
 }
 
@@ -3434,7 +3489,15 @@ fn fortran_to_c(values: &[f64], shape: &[usize]) -> Vec<f64> {
     out
 }
 
-fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+/// `fixed`: the (training, held-out) examples where the data splits itself
+/// (an image folder's `train/` and `val/`), else split as `options` says.
+fn rows_of_arrays(
+    name: &str,
+    mut arrays: Vec<Array>,
+    sig: &Signature,
+    options: &DataOptions,
+    fixed: Option<(Vec<usize>, Vec<usize>)>,
+) -> Result<Dataset> {
     let fed = sig.fed();
     // Predictions from the data inputs alone: the targets, which feed
     // nothing, are 0 (they follow the data inputs).
@@ -3730,7 +3793,7 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
             )));
         }
     }
-    let (train, held) = split_rows(rows, options);
+    let (train, held) = fixed.unwrap_or_else(|| split_rows(rows, options));
     let mut metadata = BTreeMap::from([("feature_scale".into(), scale.to_string())]);
     let mut outlier = None;
     if options.standardize || options.feature_stats.is_some() {
@@ -3765,6 +3828,7 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
         outlier,
         notes,
         unscaled: false,
+        row_names: None,
     })
 }
 
@@ -4094,6 +4158,7 @@ mod tests {
             outlier: None,
             notes: Vec::new(),
             unscaled: false,
+            row_names: None,
         };
         assert_eq!(d.whole_batches(2, 2), (1, 1));
         assert_eq!((d.train_len(), d.held_len(), d.loaded_len()), (6, 2, 10));

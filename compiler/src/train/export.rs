@@ -142,6 +142,14 @@ pub fn export(request: &ExportRequest, report: &mut dyn Report) -> Result<Export
             "the output's classes are named (the model's metadata class_names, output index i is name i): {classes}"
         ));
     }
+    // An image folder's run read pixels / 255: the graph takes them so.
+    if let Some(images) = meta.get(super::data::images::IMAGES_KEY) {
+        exported
+            .model
+            .metadata_props
+            .push(aicf_onnx::proto::StringStringEntryProto { key: Some("images".into()), value: Some(images.clone()) });
+        report.note(&format!("the input is images as the run read them: {images}"));
+    }
     let bytes = exported.encode().map_err(|e| TrainError::Input(e.to_string()))?;
     crate::codegen::write_atomically(output, &bytes)?;
     Ok(exported)

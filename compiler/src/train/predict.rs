@@ -53,6 +53,9 @@ pub struct Predictions {
     /// The classes' names, in class order, where the checkpoint's run read
     /// its labels as names: classes are written as them in CSV.
     pub class_names: Option<Vec<String>>,
+    /// Each row's name where the data names its examples (an image
+    /// folder's paths): written first on each row of a CSV.
+    pub row_names: Option<Vec<String>>,
 }
 
 /// The formats predictions are written in, by the file's name.
@@ -158,7 +161,8 @@ pub fn predict(
     // Arrays are divided by the scale the checkpoint's run read its table
     // with, as that table was: arrays divided already (their largest far
     // below the table's) would be divided twice, and are said to be.
-    let arrays = !data.iter().any(|p| super::data::is_table(p));
+    // (An image folder's pixels are read as 0 to 1, not divided so.)
+    let arrays = !data.iter().any(|p| super::data::is_table(p) || super::data::images::is_image_folder(p));
     // (Said so, the cause named; else data read at another scale than the
     // run's is said below.)
     let mut said = false;
@@ -288,6 +292,7 @@ pub fn predict(
         classifies: first && sig.classifies(),
         scores: if first { sig.scores } else { super::data::Scores::Logits },
         class_names: class_names.filter(|_| first),
+        row_names: dataset.row_names.clone(),
     })
 }
 
@@ -378,12 +383,18 @@ fn npy_of<T: npyz::AutoSerialize>(shape: &[u64], values: impl Iterator<Item = T>
 /// order; floats as the shortest text that reads back to the same f32 (or
 /// f64), below 1e-4 in exponent form, integers as integers.
 pub fn write_csv(t: &Tensor, to: impl std::io::Write) -> std::io::Result<()> {
-    write_csv_named(t, None, to)
+    write_csv_named(t, None, None, to)
 }
 
 /// [`write_csv`], integer classes written as `names` (a classifier whose
-/// labels were names).
-pub fn write_csv_named(t: &Tensor, names: Option<&[String]>, to: impl std::io::Write) -> std::io::Result<()> {
+/// labels were names); `row_names`: each row's name, written as its first
+/// value (an image's path).
+pub fn write_csv_named(
+    t: &Tensor,
+    names: Option<&[String]>,
+    row_names: Option<&[String]>,
+    to: impl std::io::Write,
+) -> std::io::Result<()> {
     let rows = t.shape.first().copied().unwrap_or(1);
     let per = if rows == 0 { 0 } else { t.values.len() / rows };
     let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(to);
@@ -397,8 +408,9 @@ pub fn write_csv_named(t: &Tensor, names: Option<&[String]>, to: impl std::io::W
         DType::F64 => float(v, format!("{v}"), format!("{v:e}")),
         _ => float(v, format!("{}", v as f32), format!("{:e}", v as f32)),
     };
-    for row in t.values.chunks(per.max(1)) {
-        w.write_record(row.iter().map(|&v| cell(v)))?;
+    for (r, row) in t.values.chunks(per.max(1)).enumerate() {
+        let name = row_names.map(|n| n.get(r).cloned().unwrap_or_default());
+        w.write_record(name.into_iter().chain(row.iter().map(|&v| cell(v))))?;
     }
     w.flush()
 }
@@ -406,17 +418,18 @@ pub fn write_csv_named(t: &Tensor, names: Option<&[String]>, to: impl std::io::W
 /// Writes `t` to `path` as its name says ([`FORMATS`]), replacing it
 /// whole: a file cut short by a full disk is never left in its place.
 pub fn write(t: &Tensor, path: &Path) -> Result<()> {
-    write_named(t, None, path)
+    write_named(t, None, None, path)
 }
 
-/// [`write`], a CSV's integer classes written as `names`.
-pub fn write_named(t: &Tensor, names: Option<&[String]>, path: &Path) -> Result<()> {
+/// [`write`], a CSV's integer classes written as `names`, each row after
+/// its name in `rows` (a `.npy` holds the values alone).
+pub fn write_named(t: &Tensor, names: Option<&[String]>, rows: Option<&[String]>, path: &Path) -> Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
     let bytes = if name.ends_with(".npy") {
         npy_bytes(t)?
     } else if name.ends_with(".csv") {
         let mut bytes = Vec::new();
-        write_csv_named(t, names, &mut bytes).map_err(|e| TrainError::Input(format!("writing the CSV: {e}")))?;
+        write_csv_named(t, names, rows, &mut bytes).map_err(|e| TrainError::Input(format!("writing the CSV: {e}")))?;
         bytes
     } else {
         return Err(TrainError::Input(format!("{}: predictions are written as {FORMATS}", path.display())));
@@ -433,7 +446,7 @@ mod tests {
         // Two rows of three classes: a tie (the first wins, as torch.argmax)
         // and a clear largest.
         let output = Tensor::new([2, 3], DType::F32, vec![1.0, 3.0, 3.0, -1.0, 0.0, 2.0]);
-        Predictions { output, classifies: true, scores: Scores::Logits, class_names: None }
+        Predictions { output, classifies: true, scores: Scores::Logits, class_names: None, row_names: None }
     }
 
     #[test]
@@ -459,11 +472,22 @@ mod tests {
     #[test]
     fn a_softmax_output_is_not_taken_again() {
         let output = Tensor::new([1, 3], DType::F32, vec![0.7, 0.2, 0.1]);
-        let p =
-            Predictions { output: output.clone(), classifies: true, scores: Scores::Probabilities, class_names: None };
+        let p = Predictions {
+            output: output.clone(),
+            classifies: true,
+            scores: Scores::Probabilities,
+            class_names: None,
+            row_names: None,
+        };
         assert_eq!(p.values(Values::Probabilities).expect("probabilities").values, output.values);
         let logs = Tensor::new([1, 3], DType::F32, output.values.iter().map(|v| v.ln()).collect());
-        let p = Predictions { output: logs, classifies: true, scores: Scores::LogProbabilities, class_names: None };
+        let p = Predictions {
+            output: logs,
+            classifies: true,
+            scores: Scores::LogProbabilities,
+            class_names: None,
+            row_names: None,
+        };
         let got = p.values(Values::Probabilities).expect("probabilities").values;
         assert!(got.iter().zip(&output.values).all(|(a, b)| (a - b).abs() < 1e-12), "{got:?}");
         assert_eq!(p.values(Values::Class).expect("classes").values, vec![0.0]);
@@ -485,6 +509,7 @@ mod tests {
             classifies: false,
             scores: Scores::Logits,
             class_names: None,
+            row_names: None,
         };
         assert_eq!(p.default_values(), Values::Raw);
         let e = p.values(Values::Probabilities).expect_err("no probabilities of a regression");

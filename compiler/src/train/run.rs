@@ -751,6 +751,10 @@ fn hashed_record(data: &[PathBuf], hash: fn(&Path) -> std::io::Result<String>) -
 /// is the same data; `aicf eval` scored the training rows of a
 /// decompressed copy as other data), any other file's bytes.
 fn content_hash(path: &Path) -> std::io::Result<String> {
+    // An image folder: its files' paths and bytes.
+    if path.is_dir() {
+        return super::data::images::folder_hash(path);
+    }
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz")) {
         let file = std::fs::File::open(path)?;
         match aicf_runtime::artifact::reader_hash(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))) {
@@ -774,6 +778,10 @@ pub(crate) fn records_data(saved: &str, data: &[PathBuf]) -> Result<bool> {
 /// Whether `saved` names `data` by the files' own bytes (a record written
 /// before content hashes).
 fn records_bytes(saved: &str, data: &[PathBuf]) -> Result<bool> {
+    // (An image folder was recorded by its contents from the first.)
+    if data.iter().any(|p| p.is_dir()) {
+        return Ok(false);
+    }
     Ok(same_data(saved, &hashed_record(data, aicf_runtime::artifact::file_hash)?))
 }
 

@@ -4474,9 +4474,22 @@ fn predict(
             n.iter().map(|c| format!("'{c}'")).collect::<Vec<_>>().join(", ")
         );
     }
+    // Rows named by the data (an image folder's paths): written first on
+    // each CSV row; a .npy's order said.
+    let row_names = predictions.row_names.as_deref();
+    if let (Some(n), Some(o)) = (row_names, output)
+        && o.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+    {
+        eprintln!(
+            "note: {}'s rows are the images in the order of their paths ({}{})",
+            o.display(),
+            n.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+            if n.len() > 3 { ", ..." } else { "" }
+        );
+    }
     match output {
         Some(o) => {
-            predict::write_named(&t, names, o).map_err(|e| e.to_string())?;
+            predict::write_named(&t, names, row_names, o).map_err(|e| e.to_string())?;
             let shape: Vec<String> = t.shape.iter().map(usize::to_string).collect();
             println!(
                 "{} of {} row{} ({}, [{}]) written to {}",
@@ -4488,7 +4501,7 @@ fn predict(
                 o.display()
             );
         }
-        None => match predict::write_csv_named(&t, names, std::io::stdout().lock()) {
+        None => match predict::write_csv_named(&t, names, row_names, std::io::stdout().lock()) {
             // A closed pipe (`| head`) ends the output quietly.
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
                 return Err(format!("writing the predictions: {e}"));
