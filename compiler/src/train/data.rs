@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 type Result<T, E = TrainError> = std::result::Result<T, E>;
 
+pub mod augment;
 pub mod images;
 
 fn bad(message: impl Into<String>) -> TrainError {
@@ -712,6 +713,9 @@ pub struct DataOptions {
     /// a prediction): advice on how to read the data (8-bit images as 0 to
     /// 1) is for it alone, as a checkpoint's run read its data its way.
     pub starting: bool,
+    /// Images: flip and crop each training example at random, each step
+    /// (`aicf train --augment`).
+    pub augment: augment::Augment,
 }
 
 /// Per-feature mean and standard deviation of a data input's values over
@@ -816,6 +820,7 @@ impl Default for DataOptions {
             target_stats: None,
             predicting: false,
             starting: false,
+            augment: augment::Augment::default(),
         }
     }
 }
@@ -913,6 +918,9 @@ pub struct Dataset {
     /// Each example's name where the data names them (an image folder's
     /// paths): predictions write it beside each row.
     pub row_names: Option<Vec<String>>,
+    /// The augmentation of training examples, the image each is, and the
+    /// fed input it is ([`DataOptions::augment`]).
+    augment: Option<(augment::Augment, images::Form, usize)>,
 }
 
 /// Checkpoint metadata: [`Dataset::values_digest`] of the data the run
@@ -1213,6 +1221,39 @@ pub fn is_rows(path: &Path) -> bool {
     is_table(path) || ends_in(path, &[".safetensors", ".npy"])
 }
 
+/// The image a data set of arrays feeds for `--augment`: its one float data
+/// input's, where that is an image (`[C, H, W]`, `[H, W, C]` or `[H, W]`);
+/// tables and texts are no images.
+fn augmented_input(
+    name: &str,
+    table: bool,
+    dataset: &Dataset,
+    sig: &Signature,
+    how: augment::Augment,
+) -> Result<(augment::Augment, images::Form, usize)> {
+    let refused = |why: String| bad(format!("{name}: --augment {}: {why}", how.describe()));
+    if !matches!(dataset.kind, Kind::Rows(_)) || table {
+        return Err(refused(
+            "it flips and crops images: an image folder, or arrays of images ([N, C, H, W] .npy or .safetensors)"
+                .into(),
+        ));
+    }
+    let fed = sig.fed();
+    let images: Vec<usize> = (0..fed.len()).filter(|&i| fed[i].role == Role::Data && !is_int(fed[i].dtype)).collect();
+    let [column] = images[..] else {
+        return Err(refused(format!("it augments one float data input, and the model has {}", images.len())));
+    };
+    let input = fed[column];
+    if input.shape.len() < 3 {
+        return Err(refused(format!(
+            "the model's input #{column} is {}, no image ([batch, C, H, W], [batch, H, W, C] or [batch, H, W])",
+            input.describe()
+        )));
+    }
+    let form = images::Form::of(name, input)?;
+    Ok((how, form, column))
+}
+
 /// The image folder `dir` ([`images`]) as rows: the images and their
 /// classes (by name, recorded as a table's named labels are), the paths
 /// naming the rows.
@@ -1230,6 +1271,9 @@ fn image_folder(dir: &Path, sig: &Signature, options: &DataOptions) -> Result<Da
         dataset.metadata.insert(CLASSES_KEY.into(), serde_json::to_string(&loaded.classes).unwrap_or_default());
     }
     dataset.metadata.insert(images::IMAGES_KEY.into(), loaded.form);
+    if !options.augment.is_none() {
+        dataset.augment = Some((options.augment, loaded.shape, 0));
+    }
     if let Kind::Rows(rows) = &dataset.kind
         && !options.predicting
     {
@@ -1310,7 +1354,7 @@ impl Dataset {
             let names: Vec<String> = if kind.ends_with(".npy") {
                 paths.iter().map(|p| p.display().to_string()).collect()
             } else {
-                vec![name]
+                vec![name.clone()]
             };
             // (A standardized input was checked before it was standardized.)
             if dataset.outlier.is_none() && !dataset.metadata.contains_key(STANDARDIZE_KEY) {
@@ -1341,7 +1385,23 @@ impl Dataset {
         {
             dataset.metadata.insert(VALUES_KEY.into(), d);
         }
+        if !options.augment.is_none() {
+            dataset.augment = Some(augmented_input(&name, is_table(first), &dataset, sig, options.augment)?);
+        }
         Ok(dataset)
+    }
+
+    /// Augments the training examples `examples` of a batch `fed` (as
+    /// [`Dataset::batch`] made it) by the draws of `seed` at `step`, where
+    /// the data asks for it ([`DataOptions::augment`]).
+    pub fn augment(&self, fed: &mut [Tensor], examples: &[usize], seed: u64, step: u64) {
+        let (Some((how, form, column)), Kind::Rows(rows)) = (&self.augment, &self.kind) else { return };
+        let Some(t) = fed.get_mut(*column) else { return };
+        let per = form.channels * form.height * form.width;
+        for (k, example) in t.values.chunks_mut(per.max(1)).enumerate() {
+            let Some(&row) = examples.get(k).and_then(|&e| rows.train.get(e)) else { break };
+            how.apply(example, *form, augment::key(seed, step, row));
+        }
     }
 
     /// A note where a classifier's training rows hold labels of fewer
@@ -2567,6 +2627,7 @@ fn table_of(
                 notes: notes.clone(),
                 unscaled: false,
                 row_names: None,
+                augment: None,
             },
             alone,
         ));
@@ -2604,6 +2665,7 @@ fn table_of(
                 notes: notes.clone(),
                 unscaled: false,
                 row_names: None,
+                augment: None,
             },
             alone,
         ));
@@ -2649,6 +2711,7 @@ fn table_of(
             notes,
             unscaled: false,
             row_names: None,
+            augment: None,
         },
         alone,
     ))
@@ -3116,6 +3179,7 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
             .collect(),
         unscaled: false,
         row_names: None,
+        augment: None,
     })
 }
 
@@ -3829,6 +3893,7 @@ fn rows_of_arrays(
         notes,
         unscaled: false,
         row_names: None,
+        augment: None,
     })
 }
 
@@ -4159,6 +4224,7 @@ mod tests {
             notes: Vec::new(),
             unscaled: false,
             row_names: None,
+            augment: None,
         };
         assert_eq!(d.whole_batches(2, 2), (1, 1));
         assert_eq!((d.train_len(), d.held_len(), d.loaded_len()), (6, 2, 10));

@@ -529,11 +529,15 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         let p = &r.run.problem;
         // Runs on standardized features are another problem to the
         // descriptors (its probe read them standardized) and train another
-        // way than a proposal does: left out.
+        // way than a proposal does: left out, as are runs whose losses are
+        // of standardized targets (another unit) and runs on augmented
+        // images.
         if (p.task == "text") == (shape.task == "text")
             && !p.name.is_empty()
             && r.run.status == "finished"
             && !r.run.settings.standardize
+            && !r.run.settings.standardize_targets
+            && r.run.settings.augment.is_none()
         {
             if r.curve.iter().any(|c| c.val_loss.is_some_and(|l| l < 0.0)) {
                 negative.push(r.run.id);

@@ -223,6 +223,14 @@ pub struct Settings {
     /// problem descriptors and proposals read features as they are.
     #[serde(default)]
     pub standardize: bool,
+    /// A regression's targets read standardized (`--standardize-targets`;
+    /// absent where not, and in older records).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standardize_targets: bool,
+    /// The training images' augmentation (`--augment`, as it reads it;
+    /// absent where none, and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub augment: Option<String>,
     /// The checkpoint directory the run writes (its canonical path; absent
     /// in older records and for a run without one). A resume from another
     /// directory (a copy of this one) is a run of its own: it took over

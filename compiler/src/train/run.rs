@@ -825,6 +825,7 @@ fn recorded(
         ("seed", run.seed.to_string()),
         ("val_split", run.data.val_split.to_string()),
         ("data", data_record(data)?),
+        ("augment", run.data.augment.describe()),
     ];
     record.push(("lr_schedule", run.lr_schedule.describe()));
     Ok(record)
@@ -1163,6 +1164,7 @@ fn fit_run(
                 "nesterov" => Some("false"),
                 "eps" => Some("1e-8"),
                 "decay_1d" => Some("true"),
+                "augment" => Some("none"),
                 _ => None,
             };
             for (key, value) in &record {
@@ -2167,6 +2169,8 @@ impl Recorder {
             }),
             replicas: loop_.replicas,
             standardize: loop_.data.metadata.contains_key(super::data::STANDARDIZE_KEY),
+            standardize_targets: loop_.data.metadata.contains_key(super::data::TARGETS_KEY),
+            augment: (!run.data.augment.is_none()).then(|| run.data.augment.describe()),
             checkpoint_dir: run
                 .checkpoint_dir
                 .as_deref()
@@ -5004,6 +5008,9 @@ pub fn step_inputs(
     step: u64,
 ) -> Vec<Tensor> {
     let mut inputs = data.batch(split, examples);
+    if split == Split::Train {
+        data.augment(&mut inputs, examples, seed, step);
+    }
     inputs.extend(rng_inputs(sig, seed, step));
     inputs
 }

@@ -6,7 +6,10 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: python3 -c "import random; r = random.Random(3); print('rooms,age,price'); [print(f'{a:.3f},{b:.3f},{120000 + 40000 * a - 15000 * b + r.gauss(0, 2000):.1f}') for a, b in [(r.uniform(0, 3), r.uniform(0, 2)) for _ in range(600)]]" > %t/prices.csv
 // RUN: aicf propose --data %t/prices.csv --task regression -o %t/m.mlir --runs-db %t/runs.sqlite > /dev/null 2>&1
-// RUN: aicf train %t/m.mlir --data %t/prices.csv --standardize --standardize-targets --epochs 30 --no-runs-db --no-progress --out %t/run --checkpoint-dir %t/ck 2>&1 | FileCheck %s --check-prefix=TRAIN
+// RUN: aicf train %t/m.mlir --data %t/prices.csv --standardize --standardize-targets --epochs 30 --runs-db %t/runs.sqlite --no-progress --out %t/run --checkpoint-dir %t/ck 2>&1 | FileCheck %s --check-prefix=TRAIN
+// The registry records it (the proposer leaves such runs out: their losses are of the standardized targets).
+// RUN: aicf runs show 1 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=RECORDED
+// RECORDED: also: {{.*}}targets standardized
 // TRAIN: note: {{.*}}prices.csv: the targets are standardized (mean 1.{{[0-9]+}}e5, deviation {{[0-9.]+}}e4): losses are of the standardized targets
 // TRAIN: final held-out loss 0.0
 //
@@ -26,7 +29,7 @@
 // SAME: 600 rows agree
 //
 // A resume reads the targets by the checkpoint's statistics (said once, at the start).
-// RUN: aicf train %t/m.mlir --data %t/prices.csv --epochs 31 --no-runs-db --no-progress --out %t/run --checkpoint-dir %t/ck --resume 2>&1 | FileCheck %s --check-prefix=RESUME
+// RUN: aicf train %t/m.mlir --data %t/prices.csv --epochs 31 --runs-db %t/runs.sqlite --no-progress --out %t/run --checkpoint-dir %t/ck --resume 2>&1 | FileCheck %s --check-prefix=RESUME
 // RESUME-NOT: the targets are standardized
 // RESUME: final held-out loss 0.0
 //

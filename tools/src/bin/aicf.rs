@@ -430,6 +430,15 @@ enum Command {
         /// (kept in checkpoints: eval, predict, export and resume read them).
         #[arg(long)]
         standardize_targets: bool,
+        /// Images (an image folder, or arrays of [N, C, H, W]): change each
+        /// training example at random, each step, as torchvision's
+        /// transforms do: `flip` (RandomHorizontalFlip), `crop=P`
+        /// (RandomCrop of the image's size after padding P zeros on each
+        /// side), or both, `flip,crop=4` (CIFAR's recipe). Held-out examples
+        /// are as they are; recorded in checkpoints (a resume asks for the
+        /// same).
+        #[arg(long, value_name = "flip,crop=P", value_parser = aicf_compiler::train::data::augment::Augment::parse)]
+        augment: Option<aicf_compiler::train::data::augment::Augment>,
         /// Tables: divide the features by this instead of the training
         /// rows' largest magnitude (1: as the file holds them, as a model's
         /// own pretrained weights may expect); recorded in checkpoints.
@@ -1179,6 +1188,7 @@ fn main() {
             val_split,
             standardize,
             standardize_targets,
+            augment,
             feature_scale,
             windows_per_epoch,
             eval_windows,
@@ -1522,6 +1532,7 @@ fn main() {
                     standardize_targets,
                     target_stats: None,
                     predicting: false,
+                    augment: augment.unwrap_or_default(),
                     // (Said by the run, which knows whether it resumes.)
                     starting: false,
                 },
@@ -5521,6 +5532,12 @@ fn settings_beyond(s: &aicf_compiler::train::registry::Settings) -> Vec<(&'stati
     }
     if let Some(g) = &s.gemm {
         out.push(("gemm", g.clone()));
+    }
+    if s.standardize_targets {
+        out.push(("targets", "standardized".to_string()));
+    }
+    if let Some(a) = &s.augment {
+        out.push(("augment", a.clone()));
     }
     if let Some(d) = &s.device {
         out.push(("device", d.clone()));

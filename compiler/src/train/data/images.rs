@@ -44,7 +44,7 @@ pub fn is_image_folder(path: &Path) -> bool {
 
 /// How the model's data input takes an image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Layout {
+pub(super) enum Layout {
     /// `[C, H, W]`, and flat inputs (channels first, as `torch.flatten`).
     ChannelsFirst,
     /// `[H, W, C]`.
@@ -53,16 +53,16 @@ enum Layout {
 
 /// The image the model's data input takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Form {
-    channels: usize,
-    height: usize,
-    width: usize,
-    layout: Layout,
+pub(super) struct Form {
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+    pub layout: Layout,
 }
 
 impl Form {
     /// Of the model's data input (its shape without the batch's dimension).
-    fn of(name: &str, input: &Input) -> Result<Form> {
+    pub(super) fn of(name: &str, input: &Input) -> Result<Form> {
         let refused = || {
             bad(format!(
                 "{name}: the model's input #0 is {}; an image folder feeds an input of images: [batch, C, H, W] (C \
@@ -476,6 +476,7 @@ pub(super) struct Loaded {
     pub description: String,
     /// [`Form::record`].
     pub form: String,
+    pub shape: Form,
 }
 
 /// Reads the image folder `dir` for a model of signature `sig`.
@@ -560,7 +561,7 @@ pub(super) fn load(dir: &Path, sig: &Signature, options: &DataOptions) -> Result
         format!(" of {} ({}{more})", count(found.classes.len(), "class", "classes"), shown.join(", "))
     };
     let description = format!("{}{classes_text}, {} ({name})", count(n, "image", "images"), form.describe());
-    Ok(Loaded { arrays, split, classes: found.classes, names, notes, description, form: form.record() })
+    Ok(Loaded { arrays, split, classes: found.classes, names, notes, description, form: form.record(), shape: form })
 }
 
 /// The hash of an image folder's contents: every file's path below it and
