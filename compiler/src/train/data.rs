@@ -1257,14 +1257,38 @@ fn augmented_input(
 /// The image folder `dir` ([`images`]) as rows: the images and their
 /// classes (by name, recorded as a table's named labels are), the paths
 /// naming the rows.
-fn image_folder(dir: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+fn image_folder(paths: &[PathBuf], sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+    let Some(dir) = paths.first() else { return Err(bad("no data file given")) };
     let name = dir.display().to_string();
-    let loaded = images::load(dir, sig, options)?;
+    let loaded = images::load(paths, sig, options)?;
     // Images are read as 0 to 1 whatever a checkpoint's table was divided
     // by (the digits' table by 16, their images' pixels by 255: both 0 to
     // 1).
-    let options = DataOptions { feature_scale: None, ..options.clone() };
-    let mut dataset = rows_of_arrays(&name, loaded.arrays, sig, &options, loaded.split)?;
+    let mut options = DataOptions { feature_scale: None, ..options.clone() };
+    // --standardize: per channel, as torchvision's Normalize (per pixel, a
+    // corner that is always 0 would be read as 0 with a deviation of 1,
+    // beside pixels divided by theirs).
+    let mut split = loaded.split;
+    let mut per_channel = None;
+    if options.standardize
+        && options.feature_stats.is_none()
+        && let Some(images) = loaded.arrays.first()
+    {
+        let rows = images.shape.first().copied().unwrap_or(0);
+        let (train, held) = split.take().unwrap_or_else(|| split_rows(rows, &options));
+        let (stats, channels) = images::channel_stats(&images.values, loaded.shape, &train);
+        let shown = |f: fn(&(f64, f64)) -> f64| channels.iter().map(|c| format!("{:.4}", f(c))).collect::<Vec<_>>();
+        per_channel = Some(format!(
+            "{name}: standardized per channel, as torchvision's Normalize(mean, std): mean ({}), std ({}) of the \
+             training images",
+            shown(|c| c.0).join(", "),
+            shown(|c| c.1).join(", ")
+        ));
+        options.feature_stats = Some(stats.to_metadata());
+        split = Some((train, held));
+    }
+    let mut dataset = rows_of_arrays(&name, loaded.arrays, sig, &options, split)?;
+    dataset.notes.extend(per_channel);
     dataset.description = loaded.description;
     dataset.notes.splice(0..0, loaded.notes);
     if !loaded.classes.is_empty() {
@@ -1309,7 +1333,11 @@ impl Dataset {
                     other.display()
                 )));
             }
-            return image_folder(first, sig, options);
+            return image_folder(paths, sig, options);
+        }
+        // Images themselves (`aicf predict --data cat.jpg`).
+        if paths.iter().all(|p| images::is_image(p)) {
+            return image_folder(paths, sig, options);
         }
         if paths.len() > 1 && !paths.iter().all(|p| ext(p).ends_with(".npy")) {
             let other = paths.iter().find(|p| !ext(p).ends_with(".npy")).unwrap_or(first);

@@ -159,7 +159,7 @@ pub fn evaluate_checkpoint(
     if let Some(s) =
         scale.filter(|&s| !trained_on && !text && s != 1.0 && !meta.contains_key(super::data::STANDARDIZE_KEY))
         // (An image folder's pixels are read as 0 to 1, not divided so.)
-        && !data.iter().any(|p| super::data::images::is_image_folder(p))
+        && !data.iter().any(|p| super::data::images::is_images(p))
     {
         report.note(&format!(
             "{}: the features are divided by {s}, the scale the checkpoint's run read its table with (as the model \

@@ -162,7 +162,7 @@ pub fn predict(
     // with, as that table was: arrays divided already (their largest far
     // below the table's) would be divided twice, and are said to be.
     // (An image folder's pixels are read as 0 to 1, not divided so.)
-    let arrays = !data.iter().any(|p| super::data::is_table(p) || super::data::images::is_image_folder(p));
+    let arrays = !data.iter().any(|p| super::data::is_table(p) || super::data::images::is_images(p));
     // (Said so, the cause named; else data read at another scale than the
     // run's is said below.)
     let mut said = false;

@@ -1520,6 +1520,13 @@ fn fit_run(
             dataset.description
         )));
     }
+    if run.data.feature_scale.is_some() && dataset.metadata.contains_key(super::data::images::IMAGES_KEY) {
+        return Err(TrainError::Input(format!(
+            "--feature-scale divides a table's features; the images of {} are read as pixels / 255 (0 to 1): \
+             --standardize reads them per channel, as torchvision's Normalize",
+            data.first().map(|d| d.display().to_string()).unwrap_or_default()
+        )));
+    }
     // A model that starts from weights of its own (an imported one's,
     // trained on what its exporter fed it) is fed a table divided by its
     // largest magnitude, as any run's: said, with the way to feed it the

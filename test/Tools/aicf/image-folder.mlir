@@ -31,6 +31,9 @@
 // RUN: aicf predict %S/../../../examples/cnn/digits_cnn.mlir --checkpoint %t/ck --data %t/new --out %t/p | FileCheck %s --check-prefix=PREDICT
 // PREDICT: a.bmp,digit-3
 // PREDICT-NEXT: b.png,digit-8
+// Image files themselves, named as given.
+// RUN: aicf predict %S/../../../examples/cnn/digits_cnn.mlir --checkpoint %t/ck --data %t/new/b.png --out %t/p | FileCheck %s --check-prefix=FILE
+// FILE: {{.*}}new/b.png,digit-8
 // RUN: aicf predict %S/../../../examples/cnn/digits_cnn.mlir --checkpoint %t/ck --data %t/new --out %t/p --values probabilities -o %t/p.npy 2>&1 | FileCheck %s --check-prefix=NPY
 // NPY: note: {{.*}}p.npy's rows are the images in the order of their paths (a.bmp, b.png)
 // RUN: aicf export %S/../../../examples/cnn/digits_cnn.mlir --checkpoint %t/ck -o %t/m.onnx --out %t/x 2>&1 | FileCheck %s --check-prefix=EXPORT
@@ -50,7 +53,10 @@
 // RUN: python3 -c "import sys; a, b = [float(open(f).read().split()[-1].rstrip('%%')) for f in sys.argv[1:]]; print('close' if abs(a - b) < 0.2 else f'{a} vs {b}')" %t/table-score %t/folder-score | FileCheck %s --check-prefix=CLOSE
 // CLOSE: close
 //
-// train/ and val/: the folder's own split. An RGB model reads RGB images
+// train/ and val/: the folder's own split (and Training/ and Testing/;
+// folders of classes named otherwise are refused, not read as two
+// classes). --standardize reads each channel by its mean and deviation, as
+// torchvision's Normalize; --feature-scale is a table's. An RGB model reads RGB images
 // (a flat MLP on 3 x 8 x 8, channels first), and 24x24 colour images are
 // resized for, and read as gray by, the 8x8 gray CNN.
 // RUN: python3 %S/inputs/make_images.py %S/../../../data/digits.csv.gz %t/split --split --rgb --per-class 30
@@ -58,6 +64,16 @@
 // RUN: aicf train %t/rgb-mlp.mlir --data %t/split --epochs 1 --no-runs-db --no-progress --out %t/rgb 2>&1 | FileCheck %s --check-prefix=SPLIT
 // SPLIT: note: {{.*}}split: trains on train/ and holds out val/ (
 // SPLIT: data: 300 images of 10 classes (0 = 0, 1 = 1, {{.*}}), 8x8 RGB
+// RUN: mkdir -p %t/kaggle && cp -r %t/split/train %t/kaggle/Training && cp -r %t/split/val %t/kaggle/Testing && mkdir %t/kaggle/test && cp %t/new/b.png %t/kaggle/test/
+// RUN: aicf train %t/rgb-mlp.mlir --data %t/kaggle --standardize --epochs 1 --no-runs-db --no-progress --out %t/rgb 2>&1 | FileCheck %s --check-prefix=KAGGLE
+// KAGGLE: note: {{.*}}kaggle: test/ holds 1 image and no class folders: not read (`aicf predict --data {{.*}}test` predicts them)
+// KAGGLE: note: {{.*}}kaggle: trains on Training/ and holds out Testing/
+// KAGGLE: note: {{.*}}kaggle: standardized per channel, as torchvision's Normalize(mean, std): mean ({{[0-9.]+}}, {{[0-9.]+}}, 0.0000), std ({{[0-9.]+}}, {{[0-9.]+}}, 1.0000) of the training images
+// RUN: mv %t/kaggle/Training %t/kaggle/part1 && mv %t/kaggle/Testing %t/kaggle/part2 && rm -r %t/kaggle/test
+// RUN: not aicf train %t/rgb-mlp.mlir --data %t/kaggle --epochs 1 --no-runs-db --out %t/rgb 2>&1 | FileCheck %s --check-prefix=UNNAMED
+// UNNAMED: error: {{.*}}kaggle: part1/, part2/ hold no images of their own, only folders (0, 1, 2, 3, ...): a split?
+// RUN: not aicf train %t/rgb-mlp.mlir --data %t/split --feature-scale 2 --epochs 1 --no-runs-db --out %t/rgb 2>&1 | FileCheck %s --check-prefix=SCALE
+// SCALE: error: --feature-scale divides a table's features; the images of {{.*}}split are read as pixels / 255 (0 to 1)
 // RUN: python3 %S/inputs/make_images.py %S/../../../data/digits.csv.gz %t/big --rgb --scale 3 --per-class 4
 // RUN: aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/big --epochs 1 --no-runs-db --no-progress --out %t/big-run 2>&1 | FileCheck %s --check-prefix=RESIZED
 // RESIZED: note: {{.*}}big: 40 images of 40 not 8x8 as the model takes them (e.g. 0/0000.png, 24x24): resized
@@ -67,8 +83,13 @@
 // folders, a model that takes no images.
 // RUN: python3 %S/inputs/make_images.py %S/../../../data/digits.csv.gz %t/bad --per-class 3
 // RUN: head -c 40 %t/bad/4/0004.png > %t/cut.png && mv %t/cut.png %t/bad/4/0004.png
+// RUN: echo x > %t/bad/7/0007.png && echo y > %t/bad/9/x.jpg
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/bad --epochs 1 --no-runs-db --out %t/bad-run 2>&1 | FileCheck %s --check-prefix=DAMAGED
-// DAMAGED: error: {{.*}}bad/4/0004.png: not an image this reads
+// DAMAGED: error: {{.*}}bad/4/0004.png: not an image this reads ({{.*}}); and 2 more that do not read (7/0007.png, 9/x.jpg)
+// A pipe named as an image is refused, not read forever.
+// RUN: python3 %S/inputs/make_images.py %S/../../../data/digits.csv.gz %t/pipe --per-class 2 && mkfifo %t/pipe/3/p.png
+// RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/pipe --epochs 1 --no-runs-db --out %t/bad-run 2>&1 | FileCheck %s --check-prefix=PIPE
+// PIPE: error: {{.*}}pipe/3/p.png: not a regular file (a pipe, socket or device)
 // RUN: python3 %S/inputs/make_images.py %S/../../../data/digits.csv.gz %t/empty --per-class 3 && mkdir %t/empty/extra
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/empty --epochs 1 --no-runs-db --out %t/bad-run 2>&1 | FileCheck %s --check-prefix=EMPTY
 // EMPTY: error: {{.*}}empty: the class folder 'extra' holds no images

@@ -386,14 +386,19 @@ enum Command {
         ignore_index: Option<i64>,
     },
     /// Train a model on a data set: a CSV table (features, label last), a
-    /// text (next-character prediction), or arrays (.safetensors, .npy).
+    /// text (next-character prediction), arrays (.safetensors, .npy), or a
+    /// folder of images (a subfolder per class, as torchvision's
+    /// ImageFolder).
     Train {
         #[command(flatten)]
         compile: ModelArgs,
         #[command(flatten)]
         device: DeviceArgs,
-        /// The data: .csv or .csv.gz, .txt or .txt.gz, .safetensors, or one .npy per
-        /// input (repeat --data).
+        /// The data: .csv or .csv.gz, .txt or .txt.gz, .safetensors, one .npy per
+        /// input (repeat --data), or a folder of images: DIR/<class>/*.png
+        /// (JPEG, BMP, GIF, WebP, TIFF, PNM), or DIR/train/<class> and
+        /// DIR/val/<class>, read as the model's input takes them (channels,
+        /// size) as 0 to 1.
         #[arg(long, required = true)]
         data: Vec<PathBuf>,
         /// Learning rate (Adam's steps are small: 3e-3 trains the examples
@@ -639,7 +644,8 @@ enum Command {
         compile: ModelArgs,
         #[command(flatten)]
         device: DeviceArgs,
-        /// The data to score, as train reads it (a table, a text, or arrays);
+        /// The data to score, as train reads it (a table, a text, arrays, or
+        /// a folder of images);
         /// the data the checkpoint trained on is scored on what its run held
         /// out, other data whole.
         #[arg(long, required = true)]
@@ -718,8 +724,10 @@ enum Command {
         #[command(flatten)]
         device: DeviceArgs,
         /// The rows to predict for: a table (the features, with or without
-        /// the label column after them) or arrays (one .npy per data input,
-        /// or a .safetensors file); targets given with them are not read.
+        /// the label column after them), arrays (one .npy per data input,
+        /// or a .safetensors file), or images (a folder of them, at any
+        /// depth, or image files; each CSV row starts with the image's
+        /// path); targets given with them are not read.
         #[arg(long, required = true)]
         data: Vec<PathBuf>,
         /// A checkpoint written by `aicf train --checkpoint-dir` (the

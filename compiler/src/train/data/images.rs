@@ -22,15 +22,19 @@ use super::{Array, DataOptions, Input, Result, Role, Signature, bad, count, is_i
 use std::path::{Path, PathBuf};
 
 /// The file endings read as images (in any case), as `ImageFolder`'s
-/// `IMG_EXTENSIONS` less those no codec here reads.
-pub const EXTENSIONS: [&str; 9] = ["png", "jpg", "jpeg", "bmp", "gif", "webp", "tif", "tiff", "jfif"];
+/// `IMG_EXTENSIONS` (and JFIF's, PBM's and PNM's).
+pub const EXTENSIONS: [&str; 13] =
+    ["png", "jpg", "jpeg", "bmp", "gif", "webp", "tif", "tiff", "jfif", "ppm", "pgm", "pbm", "pnm"];
 
 /// Folders below this depth are not walked (a link that loops).
 const MOST_DEPTH: usize = 32;
 
+/// The training folder of a split layout.
+const TRAIN_FOLDERS: [&str; 2] = ["train", "training"];
+
 /// The held-out folders of a split layout, in the order they are looked
-/// for beside `train/`.
-const HELD_FOLDERS: [&str; 4] = ["val", "valid", "validation", "test"];
+/// for beside the training one (the first with class folders is held out).
+const HELD_FOLDERS: [&str; 7] = ["val", "valid", "validation", "test", "testing", "dev", "eval"];
 
 /// Checkpoint metadata: how a run read its image folder's images
 /// (`8x8 gray images, channels first, pixels / 255 (0 to 1)`), for what
@@ -40,6 +44,11 @@ pub const IMAGES_KEY: &str = "images";
 /// Whether `path` is read as an image folder: a directory.
 pub fn is_image_folder(path: &Path) -> bool {
     path.is_dir()
+}
+
+/// Whether `path` is read as images: a folder of them, or one.
+pub fn is_images(path: &Path) -> bool {
+    is_image_folder(path) || is_image(path)
 }
 
 /// How the model's data input takes an image.
@@ -121,7 +130,8 @@ impl Form {
             Layout::ChannelsFirst => "channels first",
             Layout::ChannelsLast => "channels last",
         };
-        format!("{} images, {order}, pixels / 255 (0 to 1)", self.describe())
+        let gray = if self.channels == 1 { ", colour as 0.299 R + 0.587 G + 0.114 B (PIL's L)" } else { "" };
+        format!("{} images, {order}, pixels / 255 (0 to 1){gray}", self.describe())
     }
 }
 
@@ -158,10 +168,21 @@ fn entries(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
         }
         // (Links are followed, as ImageFolder does; a loop ends at the depth
         // limit.)
-        if path.is_dir() {
-            folders.push(path);
-        } else {
-            files.push(path);
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_dir() => folders.push(path),
+            Ok(m) if m.is_file() => files.push(path),
+            // A pipe named as an image would be read forever.
+            Ok(_) if is_image(&path) => {
+                return Err(bad(format!(
+                    "{}: not a regular file (a pipe, socket or device): an image is read from a file",
+                    path.display()
+                )));
+            }
+            Ok(_) => files.push(path),
+            Err(e) if is_image(&path) => {
+                return Err(bad(format!("{}: {e} (a link to a file that is not there?)", path.display())));
+            }
+            Err(_) => files.push(path),
         }
     }
     folders.sort();
@@ -190,8 +211,13 @@ fn walk(dir: &Path, depth: usize, images: &mut Vec<PathBuf>, others: &mut Vec<Pa
 
 /// The path of `file` below `root`, with `/` between its parts.
 fn relative(root: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(root).unwrap_or(file);
-    rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
+    // (Images given themselves are named as given.)
+    match file.strip_prefix(root).ok().filter(|r| !r.as_os_str().is_empty()) {
+        Some(rel) => {
+            rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
+        }
+        None => file.display().to_string(),
+    }
 }
 
 /// A note on files that are not images, skipped.
@@ -219,18 +245,102 @@ fn class_folders(dir: &Path, others: &mut Vec<PathBuf>) -> Result<Vec<(String, V
     Ok(classes)
 }
 
-/// The held-out folder of a split layout beside `train/` in `dir`.
-fn split_folders(dir: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
+/// A split layout: its training folder, the held-out one (none where no
+/// folder beside it holds class folders), and what is said of the rest.
+struct Split {
+    train: PathBuf,
+    held: Option<PathBuf>,
+    notes: Vec<String>,
+}
+
+fn named_as(folder: &Path, names: &[&str]) -> bool {
+    folder.file_name().is_some_and(|n| names.iter().any(|w| n.to_string_lossy().eq_ignore_ascii_case(w)))
+}
+
+/// The split layout of `dir`, where it is one: a training folder
+/// ([`TRAIN_FOLDERS`]) of class folders, and beside it a held-out one
+/// ([`HELD_FOLDERS`]).
+fn split_folders(dir: &Path) -> Result<Option<Split>> {
     let (folders, _) = entries(dir)?;
-    let named = |want: &str| {
-        folders.iter().find(|f| f.file_name().is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case(want))).cloned()
-    };
-    let Some(train) = named("train") else { return Ok(None) };
     // (A class named `train`, its images directly in it, is no split.)
-    if entries(&train)?.0.is_empty() {
+    let mut train = None;
+    for f in folders.iter().filter(|f| named_as(f, &TRAIN_FOLDERS)) {
+        if !entries(f)?.0.is_empty() {
+            train = Some(f.clone());
+            break;
+        }
+    }
+    let Some(train) = train else { return Ok(None) };
+    let name = dir.display();
+    let mut notes = Vec::new();
+    let mut held = None;
+    for want in HELD_FOLDERS {
+        for f in folders.iter().filter(|f| named_as(f, &[want])) {
+            let (classes, files) = entries(f)?;
+            let shown = relative(dir, f);
+            if classes.is_empty() {
+                // Kaggle's test/ of unlabelled images: nothing to score.
+                let images = files.iter().filter(|p| is_image(p)).count();
+                notes.push(format!(
+                    "{name}: {shown}/ holds {} and no class folders: not read (`aicf predict --data {}` predicts them)",
+                    count(images, "image", "images"),
+                    f.display()
+                ));
+            } else if held.is_none() {
+                held = Some(f.clone());
+            } else {
+                notes.push(format!(
+                    "{name}: {shown}/ not read ({}/ is held out)",
+                    held.as_deref().map(|h| relative(dir, h)).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    for f in &folders {
+        if *f != train && !named_as(f, &HELD_FOLDERS) {
+            let ends = held.as_deref().map(|h| format!(" and {}/", relative(dir, h))).unwrap_or_default();
+            notes.push(format!("{name}: {}/ beside {}/{ends} not read", relative(dir, f), relative(dir, &train)));
+        }
+    }
+    Ok(Some(Split { train, held, notes }))
+}
+
+/// Where every folder of a class layout holds no images of its own, only
+/// folders, and those names recur (`Training/0`, `Testing/0`): a split
+/// whose folders are not named as one, which would train on the split's
+/// names as classes.
+fn unnamed_split(dir: &Path, folders: &[PathBuf]) -> Result<Option<String>> {
+    if folders.is_empty() {
         return Ok(None);
     }
-    Ok(HELD_FOLDERS.iter().find_map(|h| named(h)).map(|held| (train, held)))
+    let mut inner: Vec<Vec<String>> = Vec::new();
+    for f in folders {
+        let (sub, files) = entries(f)?;
+        if sub.is_empty() || files.iter().any(|p| is_image(p)) {
+            return Ok(None);
+        }
+        inner.push(sub.iter().filter_map(|s| s.file_name()).map(|n| n.to_string_lossy().into_owned()).collect());
+    }
+    let recur = inner.len() == 1 || inner[1..].iter().any(|names| names.iter().any(|n| inner[0].contains(n)));
+    if !recur {
+        return Ok(None);
+    }
+    let shown: Vec<String> = folders.iter().take(3).map(|f| format!("{}/", relative(dir, f))).collect();
+    let sub: Vec<&str> = inner[0].iter().take(4).map(String::as_str).collect();
+    Ok(Some(format!(
+        "{}: {} {} no images of {}own, only folders ({}{}): a split? Its folders are read as classes unless the \
+         training one is named {}/ and the held-out one {}/; or give {}--data {}",
+        dir.display(),
+        shown.join(", "),
+        if folders.len() == 1 { "holds" } else { "hold" },
+        if folders.len() == 1 { "its " } else { "their " },
+        sub.join(", "),
+        if inner[0].len() > 4 { ", ..." } else { "" },
+        TRAIN_FOLDERS.join("/ or "),
+        HELD_FOLDERS.join("/, "),
+        if folders.len() == 1 { "" } else { "one of them alone, " },
+        folders[0].display()
+    )))
 }
 
 /// Finds the images of `dir` and their classes: `trained` the classes of
@@ -253,15 +363,35 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
         return Ok(Found { files, labels, classes: Vec::new(), held: None, notes });
     }
     let layout = "an image folder holds a subfolder per class, its images the class's examples (DIR/cat/1.png, \
-                  DIR/dog/2.png), as torchvision's ImageFolder reads; or DIR/train and DIR/val, each so";
+                  DIR/dog/2.png), as torchvision's ImageFolder reads; or DIR/train and DIR/val, each with a \
+                  subfolder per class";
     let (mut parts, split_names) = match split_folders(dir)? {
-        Some((train, held)) => {
+        Some(Split { train, held: Some(held), notes: said }) => {
+            notes.extend(said);
             let t = class_folders(&train, &mut others)?;
             let h = class_folders(&held, &mut others)?;
             let names = (relative(dir, &train), relative(dir, &held));
             (vec![t, h], Some(names))
         }
-        None => (vec![class_folders(dir, &mut others)?], None),
+        // A training folder alone: its images, some held out as --val-split
+        // says.
+        Some(Split { train, held: None, notes: said }) => {
+            notes.extend(said);
+            if split {
+                notes.push(format!(
+                    "{name}: no folder of classes beside {}/ to hold out: --val-split's fraction of its images is held out",
+                    relative(dir, &train)
+                ));
+            }
+            (vec![class_folders(&train, &mut others)?], None)
+        }
+        None => {
+            let (folders, _) = entries(dir)?;
+            if let Some(why) = unnamed_split(dir, &folders)? {
+                return Err(bad(why));
+            }
+            (vec![class_folders(dir, &mut others)?], None)
+        }
     };
     // Images beside the class folders have no class: not read, and said.
     let (_, loose) = entries(dir)?;
@@ -309,6 +439,17 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
         None if numbered => {
             let mut sorted: Vec<String> = names.iter().map(|n| n.to_string()).collect();
             sorted.sort_by_key(|n| number(n));
+            if sorted.iter().zip(&names).any(|(a, b)| a != *b) {
+                let as_text: Vec<&str> = names.iter().take(3).map(|n| n.as_str()).collect();
+                notes.push(format!(
+                    "{name}: the class folders are numbers, read in their order (class 0 is '{}', class {} is \
+                     '{}'); torchvision's ImageFolder sorts them as text ({}, ...)",
+                    sorted[0],
+                    sorted.len() - 1,
+                    sorted[sorted.len() - 1],
+                    as_text.join(", ")
+                ));
+            }
             (sorted, false)
         }
         None => (names.iter().map(|n| n.to_string()).collect(), false),
@@ -321,14 +462,11 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
             let found = if by_number { number(class) } else { classes.iter().position(|c| c == class) };
             let Some(label) = found else {
                 let whose = if trained.is_some() {
-                    "the checkpoint's run trained on"
+                    "the classes the checkpoint's run trained on".to_string()
                 } else {
-                    "the training folder's (train/) classes are"
+                    format!("the classes of {}/", split_names.as_ref().map_or("train", |(t, _)| t.as_str()))
                 };
-                return Err(bad(format!(
-                    "{name}: the folder '{class}' is not among the classes {whose}: {}",
-                    classes.join(", ")
-                )));
+                return Err(bad(format!("{name}: the folder '{class}' is not among {whose}: {}", classes.join(", "))));
             };
             if images.is_empty() {
                 let folder = match &split_names {
@@ -368,9 +506,11 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
 /// `Some((w, h))` where it was resized from `w` x `h`, and whether it had
 /// colour that a gray input dropped.
 fn decode(file: &Path, form: Form) -> std::result::Result<(Vec<f32>, Option<(u32, u32)>, bool), String> {
-    let reader = image::ImageReader::open(file).map_err(|e| e.to_string())?;
-    let reader = reader.with_guessed_format().map_err(|e| e.to_string())?;
-    let mut img = reader.decode().map_err(|e| e.to_string())?;
+    // (On one line: a decoder's message may hold a line break.)
+    let said = |e: &dyn std::fmt::Display| e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+    let reader = image::ImageReader::open(file).map_err(|e| said(&e))?;
+    let reader = reader.with_guessed_format().map_err(|e| said(&e))?;
+    let mut img = reader.decode().map_err(|e| said(&e))?;
     let (w, h) = (img.width(), img.height());
     let resized = (w as usize != form.width || h as usize != form.height).then_some((w, h));
     if resized.is_some() {
@@ -378,7 +518,10 @@ fn decode(file: &Path, form: Form) -> std::result::Result<(Vec<f32>, Option<(u32
     }
     let colour = img.color().has_color();
     let pixels: Vec<f32> = match form.channels {
-        1 => img.to_luma32f().into_raw(),
+        1 if !colour => img.to_luma32f().into_raw(),
+        // Colour to gray as PIL's convert("L") (torchvision's Grayscale):
+        // ITU-R 601's weights, not the image crate's (Rec. 709's).
+        1 => img.to_rgb32f().into_raw().chunks(3).map(|p| GRAY[0] * p[0] + GRAY[1] * p[1] + GRAY[2] * p[2]).collect(),
         3 => img.to_rgb32f().into_raw(),
         _ => img.to_rgba32f().into_raw(),
     };
@@ -398,6 +541,9 @@ fn decode(file: &Path, form: Form) -> std::result::Result<(Vec<f32>, Option<(u32
     };
     Ok((values, resized, colour && c == 1))
 }
+
+/// The weights of red, green and blue in a gray image's value (PIL's `L`).
+const GRAY: [f32; 3] = [0.299, 0.587, 0.114];
 
 /// Decodes every file, on the machine's cores: the values of all, in order.
 fn decode_all(root: &Path, files: &[PathBuf], form: Form) -> Result<(Vec<f64>, Vec<String>)> {
@@ -424,10 +570,18 @@ fn decode_all(root: &Path, files: &[PathBuf], form: Form) -> Result<(Vec<f64>, V
     let mut first_resized = None;
     let mut gray = None;
     let mut at = 0;
+    // Every image that does not read is counted, the first named with why.
+    let mut failed: Vec<(&Path, String)> = Vec::new();
     for decoded in parts.into_iter().flatten() {
         let file = files.get(at).map(PathBuf::as_path).unwrap_or(root);
-        let (v, was, colour) =
-            decoded.map_err(|e| bad(format!("{}: not an image this reads ({e})", file.display())))?;
+        at += 1;
+        let (v, was, colour) = match decoded {
+            Ok(d) => d,
+            Err(e) => {
+                failed.push((file, e));
+                continue;
+            }
+        };
         if let Some(size) = was {
             resized += 1;
             first_resized = first_resized.or(Some((file, size)));
@@ -436,7 +590,18 @@ fn decode_all(root: &Path, files: &[PathBuf], form: Form) -> Result<(Vec<f64>, V
             gray = Some(file);
         }
         values.extend(v.into_iter().map(f64::from));
-        at += 1;
+    }
+    if let Some((file, why)) = failed.first() {
+        let more = match &failed[1..] {
+            [] => String::new(),
+            rest => format!(
+                "; and {} more that do not read ({}{})",
+                rest.len(),
+                rest.iter().take(3).map(|(f, _)| relative(root, f)).collect::<Vec<_>>().join(", "),
+                if rest.len() > 3 { ", ..." } else { "" }
+            ),
+        };
+        return Err(bad(format!("{}: not an image this reads ({why}){more}", file.display())));
     }
     if at != files.len() {
         return Err(bad(format!("{}: decoding its images stopped (a decoder panicked)", root.display())));
@@ -464,6 +629,39 @@ fn decode_all(root: &Path, files: &[PathBuf], form: Form) -> Result<(Vec<f64>, V
     Ok((values, notes))
 }
 
+/// The mean and deviation of each channel of `values` (images of `form`)
+/// over the examples `rows`, as per-element statistics (each pixel of a
+/// channel its channel's): torchvision's `Normalize(mean, std)`; and the
+/// channels' own (mean, deviation).
+pub(super) fn channel_stats(values: &[f64], form: Form, rows: &[usize]) -> (super::Standardization, Vec<(f64, f64)>) {
+    let (c, plane) = (form.channels, form.height * form.width);
+    let per = c * plane;
+    let channel = |i: usize| match form.layout {
+        Layout::ChannelsFirst => i / plane.max(1),
+        Layout::ChannelsLast => i % c.max(1),
+    };
+    let mut sum = vec![0f64; c];
+    let mut squares = vec![0f64; c];
+    for &r in rows {
+        for (i, v) in values[r * per..(r + 1) * per].iter().enumerate() {
+            sum[channel(i)] += v;
+            squares[channel(i)] += v * v;
+        }
+    }
+    let n = (rows.len() * plane).max(1) as f64;
+    let mean: Vec<f64> = sum.iter().map(|s| s / n).collect();
+    let std: Vec<f64> = squares
+        .iter()
+        .zip(&mean)
+        .map(|(q, m)| (q / n - m * m).max(0.0).sqrt())
+        .map(|d| if d > 0.0 && d.is_finite() { d } else { 1.0 })
+        .collect();
+    let each = (0..per).map(channel);
+    let stats =
+        super::Standardization { mean: each.clone().map(|k| mean[k]).collect(), std: each.map(|k| std[k]).collect() };
+    (stats, mean.into_iter().zip(std).collect())
+}
+
 /// What an image folder gives the data loader.
 pub(super) struct Loaded {
     pub arrays: Vec<Array>,
@@ -480,7 +678,9 @@ pub(super) struct Loaded {
 }
 
 /// Reads the image folder `dir` for a model of signature `sig`.
-pub(super) fn load(dir: &Path, sig: &Signature, options: &DataOptions) -> Result<Loaded> {
+/// `paths`: the folder, or (predicting) image files themselves.
+pub(super) fn load(paths: &[PathBuf], sig: &Signature, options: &DataOptions) -> Result<Loaded> {
+    let Some(dir) = paths.first().map(PathBuf::as_path) else { return Err(bad("no data file given")) };
     let name = dir.display().to_string();
     let fed = sig.fed();
     let data: Vec<&&Input> = fed.iter().filter(|i| i.role == Role::Data).collect();
@@ -508,7 +708,22 @@ pub(super) fn load(dir: &Path, sig: &Signature, options: &DataOptions) -> Result
             y.describe()
         )));
     }
-    let found = find(dir, options, trained.as_deref())?;
+    let found = if is_image_folder(dir) {
+        find(dir, options, trained.as_deref())?
+    } else if options.predicting {
+        Found {
+            files: paths.to_vec(),
+            labels: vec![0; paths.len()],
+            classes: Vec::new(),
+            held: None,
+            notes: Vec::new(),
+        }
+    } else {
+        return Err(bad(format!(
+            "{name}: an image alone has no class to train or score on: give a folder of class folders (DIR/cat/1.png, \
+             DIR/dog/2.png); `aicf predict` reads images alone"
+        )));
+    };
     let n = found.files.len();
     if let Some(c) = sig.classes()
         && found.classes.len() > c
@@ -572,7 +787,9 @@ pub fn folder_hash(dir: &Path) -> std::io::Result<String> {
     walk(dir, 0, &mut files, &mut others).map_err(|e| std::io::Error::other(e.to_string()))?;
     let mut listing = String::new();
     for f in &files {
-        listing.push_str(&format!("{}\t{}\n", relative(dir, f), aicf_runtime::artifact::file_hash(f)?));
+        let hash = aicf_runtime::artifact::file_hash(f)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", f.display())))?;
+        listing.push_str(&format!("{}\t{hash}\n", relative(dir, f)));
     }
     aicf_runtime::artifact::reader_hash(listing.as_bytes())
 }
@@ -664,8 +881,58 @@ mod tests {
         // A class in val/ that train/ lacks is named.
         gray(&dir.join("val/bird/0.png"), 0);
         let e = find(&dir, &starting(), None).err().expect("an unknown class").to_string();
-        assert!(e.contains("the folder 'bird' is not among the classes"), "{e}");
+        assert!(e.contains("the folder 'bird' is not among the classes of train/"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn splits_by_other_names_and_flat_test_folders() {
+        // Kaggle's layout: Training/ and Testing/ of classes, and a test/ of
+        // unlabelled images beside them (not held out: said).
+        let dir = folder("kaggle");
+        for (part, class) in [("Training", "a"), ("Training", "b"), ("Testing", "a")] {
+            gray(&dir.join(part).join(class).join("0.png"), 0);
+        }
+        gray(&dir.join("test/x.png"), 0);
+        let found = find(&dir, &starting(), None).expect("Training/ and Testing/");
+        assert_eq!((found.classes.len(), found.held.as_ref().map(Vec::len)), (2, Some(1)));
+        assert!(found.notes.iter().any(|n| n.contains("test/ holds 1 image and no class folders: not read")));
+        // Without Testing/: --val-split's fraction of Training/, said.
+        std::fs::remove_dir_all(dir.join("Testing")).expect("removed");
+        let found = find(&dir, &starting(), None).expect("Training/ alone");
+        assert_eq!((found.files.len(), found.held), (2, None));
+        assert!(found.notes.iter().any(|n| n.contains("--val-split's fraction")), "{:?}", found.notes);
+        // Folders of classes under names that are no split's: refused, not
+        // trained on as two classes.
+        std::fs::rename(dir.join("Training"), dir.join("part1")).expect("renamed");
+        std::fs::remove_dir_all(dir.join("test")).expect("removed");
+        gray(&dir.join("part2/a/0.png"), 0);
+        let e = find(&dir, &starting(), None).err().expect("a split of other names").to_string();
+        assert!(e.contains("part1/, part2/ hold no images of their own, only folders (a, b): a split?"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn special_files_are_refused_by_name() {
+        let dir = folder("special");
+        gray(&dir.join("a/0.png"), 0);
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(dir.join("nowhere.png"), dir.join("a/link.png")).expect("a link");
+        let e = find(&dir, &starting(), None).err().expect("a dangling link").to_string();
+        assert!(e.contains("link.png") && e.contains("a link to a file that is not there"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn channels_are_standardized_as_normalize_does() {
+        // Two 1 x 2 RGB images, channels last: red 0 and 1, green 0.5
+        // everywhere, blue 1 and 0.
+        let form = Form { channels: 3, height: 1, width: 2, layout: Layout::ChannelsLast };
+        let values = [0.0, 0.5, 1.0, 0.0, 0.5, 1.0, 1.0, 0.5, 0.0, 1.0, 0.5, 0.0];
+        let (stats, channels) = channel_stats(&values, form, &[0, 1]);
+        assert_eq!(channels, vec![(0.5, 0.5), (0.5, 1.0), (0.5, 0.5)]);
+        assert_eq!(stats.mean, vec![0.5; 6]);
+        assert_eq!(stats.std, vec![0.5, 1.0, 0.5, 0.5, 1.0, 0.5]);
     }
 
     #[test]
@@ -681,10 +948,14 @@ mod tests {
         assert_eq!((v, resized), (vec![1.0, 0.0, 0.0, 1.0, 0.0, 0.0], None));
         let last = Form { layout: Layout::ChannelsLast, ..first };
         assert_eq!(decode(&path, last).expect("decoded").0, vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
-        // Resized to 4 x 2, said; colour read as gray, said.
+        // Resized to 4 x 2, said; colour read as gray, said, by PIL's
+        // weights (red 0.299, green 0.587).
         let gray_form = Form { channels: 1, height: 2, width: 4, layout: Layout::ChannelsFirst };
         let (v, resized, dropped) = decode(&path, gray_form).expect("decoded");
         assert_eq!((v.len(), resized, dropped), (8, Some((2, 1)), true));
+        let same = Form { channels: 1, height: 1, width: 2, layout: Layout::ChannelsFirst };
+        let (v, _, _) = decode(&path, same).expect("decoded");
+        assert!((v[0] - 0.299).abs() < 1e-6 && (v[1] - 0.587).abs() < 1e-6, "{v:?}");
         std::fs::write(dir.join("bad.png"), b"not a png").expect("a damaged file");
         assert!(decode(&dir.join("bad.png"), first).is_err());
         std::fs::remove_dir_all(&dir).ok();
