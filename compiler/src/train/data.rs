@@ -918,9 +918,8 @@ pub struct Dataset {
     /// Each example's name where the data names them (an image folder's
     /// paths): predictions write it beside each row.
     pub row_names: Option<Vec<String>>,
-    /// The augmentation of training examples, the image each is, and the
-    /// fed input it is ([`DataOptions::augment`]).
-    augment: Option<(augment::Augment, images::Form, usize)>,
+    /// The augmentation of training examples ([`DataOptions::augment`]).
+    augment: Option<Augmenting>,
 }
 
 /// Checkpoint metadata: [`Dataset::values_digest`] of the data the run
@@ -1221,6 +1220,19 @@ pub fn is_rows(path: &Path) -> bool {
     is_table(path) || ends_in(path, &[".safetensors", ".npy"])
 }
 
+/// How training examples are augmented.
+struct Augmenting {
+    how: augment::Augment,
+    /// The image each example is.
+    form: images::Form,
+    /// The fed input that is the images.
+    column: usize,
+    /// What a pixel padded in reads as, each element of an example: 0, or
+    /// where the images were standardized, 0 standardized (as torchvision
+    /// pads black before `Normalize`).
+    fill: Vec<f64>,
+}
+
 /// The image a data set of arrays feeds for `--augment`: its one float data
 /// input's, where that is an image (`[C, H, W]`, `[H, W, C]` or `[H, W]`);
 /// tables and texts are no images.
@@ -1230,7 +1242,7 @@ fn augmented_input(
     dataset: &Dataset,
     sig: &Signature,
     how: augment::Augment,
-) -> Result<(augment::Augment, images::Form, usize)> {
+) -> Result<Augmenting> {
     let refused = |why: String| bad(format!("{name}: --augment {}: {why}", how.describe()));
     if !matches!(dataset.kind, Kind::Rows(_)) || table {
         return Err(refused(
@@ -1251,7 +1263,16 @@ fn augmented_input(
         )));
     }
     let form = images::Form::of(name, input)?;
-    Ok((how, form, column))
+    // Per-element statistics move with the pixels a flip or crop moves: a
+    // pixel would be read by another's mean and deviation.
+    if dataset.metadata.contains_key(STANDARDIZE_KEY) {
+        return Err(refused(
+            "--standardize reads arrays per element, and a flip or crop moves each pixel to another's statistics: \
+             standardize each channel in the arrays themselves (an image folder's --standardize is per channel)"
+                .into(),
+        ));
+    }
+    Ok(Augmenting { how, form, column, fill: vec![0.0; form.channels * form.height * form.width] })
 }
 
 /// The image folder `dir` ([`images`]) as rows: the images and their
@@ -1296,7 +1317,16 @@ fn image_folder(paths: &[PathBuf], sig: &Signature, options: &DataOptions) -> Re
     }
     dataset.metadata.insert(images::IMAGES_KEY.into(), loaded.form);
     if !options.augment.is_none() {
-        dataset.augment = Some((options.augment, loaded.shape, 0));
+        // Standardized per channel: a padded pixel is black standardized.
+        let per = loaded.shape.channels * loaded.shape.height * loaded.shape.width;
+        let fill = match dataset.metadata.get(STANDARDIZE_KEY) {
+            Some(text) => {
+                let s = Standardization::from_metadata(&name, text, per)?;
+                s.mean.iter().zip(&s.std).map(|(m, d)| -m / d).collect()
+            }
+            None => vec![0.0; per],
+        };
+        dataset.augment = Some(Augmenting { how: options.augment, form: loaded.shape, column: 0, fill });
     }
     if let Kind::Rows(rows) = &dataset.kind
         && !options.predicting
@@ -1423,12 +1453,14 @@ impl Dataset {
     /// [`Dataset::batch`] made it) by the draws of `seed` at `step`, where
     /// the data asks for it ([`DataOptions::augment`]).
     pub fn augment(&self, fed: &mut [Tensor], examples: &[usize], seed: u64, step: u64) {
-        let (Some((how, form, column)), Kind::Rows(rows)) = (&self.augment, &self.kind) else { return };
+        let (Some(Augmenting { how, form, column, fill }), Kind::Rows(rows)) = (&self.augment, &self.kind) else {
+            return;
+        };
         let Some(t) = fed.get_mut(*column) else { return };
         let per = form.channels * form.height * form.width;
         for (k, example) in t.values.chunks_mut(per.max(1)).enumerate() {
             let Some(&row) = examples.get(k).and_then(|&e| rows.train.get(e)) else { break };
-            how.apply(example, *form, augment::key(seed, step, row));
+            how.apply(example, *form, fill, augment::key(seed, step, row));
         }
     }
 

@@ -26,8 +26,22 @@
 // RUN: zcat %S/../../../data/digits.csv.gz > %t/digits.csv
 // RUN: python3 %S/inputs/csv-to-npy.py %t/digits.csv %t/x.npy 0 63 16 1,8,8
 // RUN: python3 %S/inputs/csv-to-npy.py %t/digits.csv %t/y.npy 64 64 1 1
-// RUN: aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/x.npy --data %t/y.npy --augment crop=1 --epochs 1 --no-runs-db --no-progress --out %t/arrays 2>&1 | FileCheck %s --check-prefix=ARRAYS
-// ARRAYS: final held-out accuracy
+// RUN: aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/x.npy --data %t/y.npy --augment crop=1 --epochs 1 --no-runs-db --no-progress --out %t/arrays --checkpoint-dir %t/arrays/ck > /dev/null 2>&1
+// RUN: aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/x.npy --data %t/y.npy --epochs 1 --no-runs-db --no-progress --out %t/arrays-plain --checkpoint-dir %t/arrays-plain/ck > /dev/null 2>&1
+// RUN: python3 %S/inputs/same_tensors.py %t/arrays/ck/last.safetensors %t/arrays-plain/ck/last.safetensors | FileCheck %s --check-prefix=DIFFERS
+// Held-out images are scored as they are: the run's last held-out loss is
+// eval's of its checkpoint, which reads the images unaugmented.
+// RUN: aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/digits --augment flip,crop=2 --epochs 2 --no-runs-db --no-progress --out %t/held --checkpoint-dir %t/held/ck 2>&1 | grep "epoch   2/2" | sed 's/.*val loss \([0-9.]*\).*/\1/' > %t/held-run-loss
+// RUN: aicf eval %S/../../../examples/cnn/digits_cnn.mlir --checkpoint %t/held/ck --data %t/digits --out %t/e | grep accuracy | sed 's/.*loss \([0-9.]*\) nats.*/\1/' > %t/held-eval-loss
+// RUN: FileCheck %s --check-prefix=LOSS < %t/held-run-loss
+// LOSS: {{^[0-9]+\.[0-9]+$}}
+// RUN: cmp %t/held-run-loss %t/held-eval-loss
+// Standardized per channel, an image folder pads black standardized; arrays
+// standardized per element are refused (a flip moves a pixel to another's
+// statistics).
+// RUN: aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/digits --augment crop=1 --standardize --epochs 1 --no-runs-db --no-progress --out %t/std 2>&1 | FileCheck %s --check-prefix=TRAIN
+// RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/x.npy --data %t/y.npy --augment crop=1 --standardize --epochs 1 --no-runs-db --out %t/std 2>&1 | FileCheck %s --check-prefix=PERPIXEL
+// PERPIXEL: error: {{.*}}x.npy: --augment crop=1: --standardize reads arrays per element
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --augment flip --epochs 1 --no-runs-db --out %t/table 2>&1 | FileCheck %s --check-prefix=TABLE
 // TABLE: error: {{.*}}digits.csv.gz: --augment flip: it flips and crops images: an image folder, or arrays of images
 // RUN: python3 %S/inputs/csv-to-npy.py %t/digits.csv %t/flat.npy 0 63 16

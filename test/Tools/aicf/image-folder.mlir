@@ -69,9 +69,9 @@
 // KAGGLE: note: {{.*}}kaggle: test/ holds 1 image and no class folders: not read (`aicf predict --data {{.*}}test` predicts them)
 // KAGGLE: note: {{.*}}kaggle: trains on Training/ and holds out Testing/
 // KAGGLE: note: {{.*}}kaggle: standardized per channel, as torchvision's Normalize(mean, std): mean ({{[0-9.]+}}, {{[0-9.]+}}, 0.0000), std ({{[0-9.]+}}, {{[0-9.]+}}, 1.0000) of the training images
-// RUN: mv %t/kaggle/Training %t/kaggle/part1 && mv %t/kaggle/Testing %t/kaggle/part2 && rm -r %t/kaggle/test
+// RUN: mv %t/kaggle/Training %t/kaggle/seg_train && mv %t/kaggle/Testing %t/kaggle/seg_test && rm -r %t/kaggle/test
 // RUN: not aicf train %t/rgb-mlp.mlir --data %t/kaggle --epochs 1 --no-runs-db --out %t/rgb 2>&1 | FileCheck %s --check-prefix=UNNAMED
-// UNNAMED: error: {{.*}}kaggle: part1/, part2/ hold no images of their own, only folders (0, 1, 2, 3, ...): a split?
+// UNNAMED: error: {{.*}}kaggle: seg_test/, seg_train/ hold no images of their own, only folders (0, 1, 2, 3, ...): a split?
 // RUN: not aicf train %t/rgb-mlp.mlir --data %t/split --feature-scale 2 --epochs 1 --no-runs-db --out %t/rgb 2>&1 | FileCheck %s --check-prefix=SCALE
 // SCALE: error: --feature-scale divides a table's features; the images of {{.*}}split are read as pixels / 255 (0 to 1)
 // RUN: python3 %S/inputs/make_images.py %S/../../../data/digits.csv.gz %t/big --rgb --scale 3 --per-class 4
@@ -96,4 +96,4 @@
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/new --epochs 1 --no-runs-db --out %t/bad-run 2>&1 | FileCheck %s --check-prefix=FLAT
 // FLAT: error: {{.*}}new: 2 images and no subfolders (a flat folder is read for predictions, `aicf predict`): an image folder holds a subfolder per class
 // RUN: not aicf train %S/inputs/linear-regression.mlir.txt --data %t/digits --epochs 1 --no-runs-db --out %t/bad-run 2>&1 | FileCheck %s --check-prefix=SHAPE
-// SHAPE: error: {{.*}}digits: the model's input #0 is [{{[0-9]+}}, 2] f32; an image folder feeds an input of images
+// SHAPE: error: {{.*}}digits: the model's input #0 is [{{[0-9]+}}, 2] f32; images feed an input of images

@@ -66,8 +66,8 @@ impl Augment {
     }
 
     /// Augments one example's `values` (an image of `form`) by the draw
-    /// `key`.
-    pub(super) fn apply(&self, values: &mut [f64], form: Form, key: u64) {
+    /// `key`; a pixel padded in takes `fill`'s value at its place.
+    pub(super) fn apply(&self, values: &mut [f64], form: Form, fill: &[f64], key: u64) {
         let (c, h, w) = (form.channels, form.height, form.width);
         let flip = self.flip && key & 1 == 1;
         let span = 2 * self.crop + 1;
@@ -93,7 +93,12 @@ impl Augment {
                     let col = if flip { w - 1 - x } else { x };
                     let (sy, sx) = (y as isize + shift_y, col as isize + shift_x);
                     let inside = (0..h as isize).contains(&sy) && (0..w as isize).contains(&sx);
-                    values[at(ch, y, x)] = if inside { source[at(ch, sy as usize, sx as usize)] } else { 0.0 };
+                    let to = at(ch, y, x);
+                    values[to] = if inside {
+                        source[at(ch, sy as usize, sx as usize)]
+                    } else {
+                        fill.get(to).copied().unwrap_or(0.0)
+                    };
                 }
             }
         }
@@ -132,10 +137,10 @@ mod tests {
         let image = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
         let flip = Augment { flip: true, crop: 0 };
         let mut v = image;
-        flip.apply(&mut v, form, 1);
+        flip.apply(&mut v, form, &[0.0; 6], 1);
         assert_eq!(v, [3.0, 2.0, 1.0, 6.0, 5.0, 4.0]);
         let mut v = image;
-        flip.apply(&mut v, form, 0);
+        flip.apply(&mut v, form, &[0.0; 6], 0);
         assert_eq!(v, image);
         // crop=1 at offset (dy, dx) = (2, 0) of the padded image: the image
         // moves up one and right one, the bottom row and the left column
@@ -143,16 +148,20 @@ mod tests {
         let crop = Augment { flip: false, crop: 1 };
         let key = (2u64 << 8) | (0u64 << 32);
         let mut v = image;
-        crop.apply(&mut v, form, key);
+        crop.apply(&mut v, form, &[0.0; 6], key);
         assert_eq!(v, [0.0, 4.0, 5.0, 0.0, 0.0, 0.0]);
+        // Padded with the fill (black standardized).
+        let mut v = image;
+        crop.apply(&mut v, form, &[-1.0; 6], key);
+        assert_eq!(v, [-1.0, 4.0, 5.0, -1.0, -1.0, -1.0]);
         // The centre offset (1, 1) leaves it.
         let mut v = image;
-        crop.apply(&mut v, form, (1u64 << 8) | (1u64 << 32));
+        crop.apply(&mut v, form, &[0.0; 6], (1u64 << 8) | (1u64 << 32));
         assert_eq!(v, image);
         // Channels last moves whole pixels.
         let rgb = Form { channels: 2, height: 1, width: 2, layout: Layout::ChannelsLast };
         let mut v = [1.0, 10.0, 2.0, 20.0];
-        flip.apply(&mut v, rgb, 1);
+        flip.apply(&mut v, rgb, &[0.0; 4], 1);
         assert_eq!(v, [2.0, 20.0, 1.0, 10.0]);
     }
 

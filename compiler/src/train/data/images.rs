@@ -74,9 +74,9 @@ impl Form {
     pub(super) fn of(name: &str, input: &Input) -> Result<Form> {
         let refused = || {
             bad(format!(
-                "{name}: the model's input #0 is {}; an image folder feeds an input of images: [batch, C, H, W] (C \
-                 1, 3 or 4: gray, RGB, RGBA), [batch, H, W, C], [batch, H, W], or flat, [batch, H * W] (gray) or \
-                 [batch, 3 * H * W] (RGB)",
+                "{name}: the model's input #0 is {}; images feed an input of images: [batch, C, H, W] (C 1, 3 or 4: \
+                 gray, RGB, RGBA), [batch, H, W, C], [batch, H, W], or flat, [batch, H * W] (gray) or [batch, 3 * H \
+                 * W] (RGB)",
                 input.describe()
             ))
         };
@@ -232,6 +232,22 @@ fn skipped(root: &Path, others: &[PathBuf]) -> Option<String> {
     ))
 }
 
+/// A note on the images directly in `folder` (of `root`), beside its class
+/// folders: no class is theirs, so they are not read.
+fn loose_images(root: &Path, folder: &Path) -> Result<Option<String>> {
+    let (_, files) = entries(folder)?;
+    let loose: Vec<&PathBuf> = files.iter().filter(|f| is_image(f)).collect();
+    Ok(loose.first().map(|first| {
+        format!(
+            "{}: {} beside the class folders of {}/ not read: an image's class is the folder it is in (e.g. {})",
+            root.display(),
+            count(loose.len(), "image", "images"),
+            relative(root, folder),
+            relative(root, first)
+        )
+    }))
+}
+
 /// The class subfolders of `dir` and the images below each: (name, images).
 fn class_folders(dir: &Path, others: &mut Vec<PathBuf>) -> Result<Vec<(String, Vec<PathBuf>)>> {
     let (folders, _) = entries(dir)?;
@@ -240,6 +256,9 @@ fn class_folders(dir: &Path, others: &mut Vec<PathBuf>) -> Result<Vec<(String, V
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let mut images = Vec::new();
         walk(&f, 1, &mut images, others)?;
+        // (By path: a folder's files and its subfolders' interleave as
+        // their names do.)
+        images.sort();
         classes.push((name, images));
     }
     Ok(classes)
@@ -305,11 +324,25 @@ fn split_folders(dir: &Path) -> Result<Option<Split>> {
     Ok(Some(Split { train, held, notes }))
 }
 
-/// Where every folder of a class layout holds no images of its own, only
-/// folders, and those names recur (`Training/0`, `Testing/0`): a split
-/// whose folders are not named as one, which would train on the split's
-/// names as classes.
-fn unnamed_split(dir: &Path, folders: &[PathBuf]) -> Result<Option<String>> {
+/// What a class layout's folders look like where each holds no images of
+/// its own, only folders.
+enum Nested {
+    /// A split whose folders are not named as one (`Training2/0`,
+    /// `seg_train/...`): read as classes, it would train on the split's
+    /// names; refused.
+    Split(String),
+    /// Folders whose subfolders' names recur (`cat/day`, `dog/day`): classes
+    /// with a shared structure, or a split; read as classes, said.
+    Maybe(String),
+}
+
+/// Whether the folders of a class layout in `dir` look like a split rather
+/// than classes: every folder holds folders and no images of its own, and
+/// either a name says split (train, test, val, dev, eval), or there is one
+/// folder of several, or their folders' names recur. Class folders that
+/// each keep their images in one folder (Tiny ImageNet's `n01/images/`)
+/// are classes.
+fn nested(dir: &Path, folders: &[PathBuf]) -> Result<Option<Nested>> {
     if folders.is_empty() {
         return Ok(None);
     }
@@ -321,33 +354,48 @@ fn unnamed_split(dir: &Path, folders: &[PathBuf]) -> Result<Option<String>> {
         }
         inner.push(sub.iter().filter_map(|s| s.file_name()).map(|n| n.to_string_lossy().into_owned()).collect());
     }
-    let recur = inner.len() == 1 || inner[1..].iter().any(|names| names.iter().any(|n| inner[0].contains(n)));
-    if !recur {
+    let split_word = folders.iter().any(|f| {
+        let n = f.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+        ["train", "test", "val", "dev", "eval"].iter().any(|w| n.contains(w))
+    });
+    let several = inner.iter().all(|names| names.len() >= 2);
+    let recur = several && inner[1..].iter().any(|names| names.iter().any(|n| inner[0].contains(n)));
+    let one = folders.len() == 1 && several;
+    if !(split_word || one || recur) {
         return Ok(None);
     }
     let shown: Vec<String> = folders.iter().take(3).map(|f| format!("{}/", relative(dir, f))).collect();
     let sub: Vec<&str> = inner[0].iter().take(4).map(String::as_str).collect();
-    Ok(Some(format!(
-        "{}: {} {} no images of {}own, only folders ({}{}): a split? Its folders are read as classes unless the \
-         training one is named {}/ and the held-out one {}/; or give {}--data {}",
+    let what = format!(
+        "{}: {} {} no images of {}own, only folders ({}{})",
         dir.display(),
         shown.join(", "),
         if folders.len() == 1 { "holds" } else { "hold" },
         if folders.len() == 1 { "its " } else { "their " },
         sub.join(", "),
         if inner[0].len() > 4 { ", ..." } else { "" },
-        TRAIN_FOLDERS.join("/ or "),
-        HELD_FOLDERS.join("/, "),
-        if folders.len() == 1 { "" } else { "one of them alone, " },
-        folders[0].display()
-    )))
+    );
+    let names = format!("{}/ and the held-out one {}/", TRAIN_FOLDERS.join("/ or "), HELD_FOLDERS.join("/, "));
+    Ok(Some(if split_word || one {
+        Nested::Split(format!(
+            "{what}: a split? Its folders would be read as classes: name the training one {names}; or give {}--data \
+             {}",
+            if folders.len() == 1 { "" } else { "the training one alone, " },
+            folders[0].display()
+        ))
+    } else {
+        Nested::Maybe(format!(
+            "{what}: read as {} classes; if they are a split, name the training one {names}",
+            folders.len()
+        ))
+    }))
 }
 
 /// Finds the images of `dir` and their classes: `trained` the classes of
 /// the checkpoint's run (labels are read by their names). A split layout's
 /// held-out folder is held out where `options` holds any out (else it
 /// trains, or is scored, with the rest).
-fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result<Found> {
+fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>, outputs: Option<usize>) -> Result<Found> {
     let (predicting, starting, split) = (options.predicting, options.starting, options.val_split > 0.0);
     let name = dir.display().to_string();
     let mut others = Vec::new();
@@ -355,6 +403,7 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
     if predicting {
         let mut files = Vec::new();
         walk(dir, 0, &mut files, &mut others)?;
+        files.sort();
         if files.is_empty() {
             return Err(bad(format!("{name}: no images in it or its subfolders (.{})", EXTENSIONS.join(", ."))));
         }
@@ -368,6 +417,9 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
     let (mut parts, split_names) = match split_folders(dir)? {
         Some(Split { train, held: Some(held), notes: said }) => {
             notes.extend(said);
+            for part in [&train, &held] {
+                notes.extend(loose_images(dir, part)?);
+            }
             let t = class_folders(&train, &mut others)?;
             let h = class_folders(&held, &mut others)?;
             let names = (relative(dir, &train), relative(dir, &held));
@@ -377,6 +429,7 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
         // says.
         Some(Split { train, held: None, notes: said }) => {
             notes.extend(said);
+            notes.extend(loose_images(dir, &train)?);
             if split {
                 notes.push(format!(
                     "{name}: no folder of classes beside {}/ to hold out: --val-split's fraction of its images is held out",
@@ -387,8 +440,10 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
         }
         None => {
             let (folders, _) = entries(dir)?;
-            if let Some(why) = unnamed_split(dir, &folders)? {
-                return Err(bad(why));
+            match nested(dir, &folders)? {
+                Some(Nested::Split(why)) => return Err(bad(why)),
+                Some(Nested::Maybe(said)) => notes.push(said),
+                None => {}
             }
             (vec![class_folders(dir, &mut others)?], None)
         }
@@ -416,9 +471,9 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
     }
     // The classes: the checkpoint's, by name. Else the training folders'
     // names, in ImageFolder's order (sorted by name), or, where every one is
-    // a number, in the numbers' (folder 10 is class 10, not the third, as a
-    // table's label 10 is). A checkpoint whose run read numbered labels (a
-    // table's) reads numbered folders as those numbers.
+    // a number, in the numbers' order (folder 10 after folder 9, not after
+    // folder 1: 0 to 10 are classes 0 to 10). A checkpoint whose run read
+    // numbered labels (a table's) reads numbered folders as those numbers.
     let number = |n: &str| n.parse::<usize>().ok().filter(|_| n.bytes().all(|b| b.is_ascii_digit()));
     let names: Vec<&String> = parts[0].iter().map(|(n, _)| n).collect();
     let numbered = names.iter().all(|n| number(n).is_some());
@@ -434,6 +489,12 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
                 )));
             }
             let most = all.iter().filter_map(|n| number(n)).max().unwrap_or(0);
+            if let Some(c) = outputs.filter(|&c| most >= c) {
+                return Err(bad(format!(
+                    "{name}: the folder '{most}' is class {most}, and the model's output has {c} classes (0 to {})",
+                    c.saturating_sub(1)
+                )));
+            }
             ((0..=most).map(|i| i.to_string()).collect(), true)
         }
         None if numbered => {
@@ -499,6 +560,11 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>) -> Result
             format!("{name}: {t}/ and {h}/ read together, none held out")
         });
     }
+    // The held-out images in a seeded order, not class by class: a model
+    // whose ops fix its batch scores whole batches alone, and would leave
+    // out the last classes' images.
+    let mut state = options.seed ^ 0x9E37_79B9_7F4A_7C15;
+    super::shuffle(&mut held, &mut state);
     Ok(Found { files, labels, classes, held: (split && split_names.is_some()).then_some(held), notes })
 }
 
@@ -512,6 +578,9 @@ fn decode(file: &Path, form: Form) -> std::result::Result<(Vec<f32>, Option<(u32
     let reader = reader.with_guessed_format().map_err(|e| said(&e))?;
     let mut img = reader.decode().map_err(|e| said(&e))?;
     let (w, h) = (img.width(), img.height());
+    if w == 0 || h == 0 {
+        return Err(format!("{w} x {h} pixels: no image"));
+    }
     let resized = (w as usize != form.width || h as usize != form.height).then_some((w, h));
     if resized.is_some() {
         img = img.resize_exact(form.width as u32, form.height as u32, image::imageops::FilterType::Triangle);
@@ -548,7 +617,8 @@ const GRAY: [f32; 3] = [0.299, 0.587, 0.114];
 /// Decodes every file, on the machine's cores: the values of all, in order.
 fn decode_all(root: &Path, files: &[PathBuf], form: Form) -> Result<(Vec<f64>, Vec<String>)> {
     let per = form.per();
-    let bytes = (files.len() as u64).saturating_mul(per as u64).saturating_mul(8);
+    // (Each value as f64, beside its decoded f32 until all are in.)
+    let bytes = (files.len() as u64).saturating_mul(per as u64).saturating_mul(12);
     aicf_runtime::host::check_memory(&format!("the images of {}", root.display()), bytes)
         .map_err(|e| bad(e.to_string()))?;
     let mut values = Vec::new();
@@ -563,7 +633,14 @@ fn decode_all(root: &Path, files: &[PathBuf], form: Form) -> Result<(Vec<f64>, V
             .chunks(chunk)
             .map(|part| s.spawn(move || part.iter().map(|f| decode(f, form)).collect::<Vec<_>>()))
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        // (A decoder that panicked fails each file of its chunk, in place.)
+        handles
+            .into_iter()
+            .zip(files.chunks(chunk))
+            .map(|(h, part)| {
+                h.join().unwrap_or_else(|_| part.iter().map(|_| Err("its decoder panicked".into())).collect())
+            })
+            .collect()
     });
     // (How many were resized, and the first of them with its size.)
     let mut resized = 0;
@@ -709,7 +786,7 @@ pub(super) fn load(paths: &[PathBuf], sig: &Signature, options: &DataOptions) ->
         )));
     }
     let found = if is_image_folder(dir) {
-        find(dir, options, trained.as_deref())?
+        find(dir, options, trained.as_deref(), sig.classes())?
     } else if options.predicting {
         Found {
             files: paths.to_vec(),
@@ -760,10 +837,15 @@ pub(super) fn load(paths: &[PathBuf], sig: &Signature, options: &DataOptions) ->
         }
         arrays.push(Array { name: format!("{name} (the class folders)"), key: None, shape, values, bytes: false });
     }
+    // (Both in a seeded order, as a table's split is: the probe batch a
+    // policy checks rewrites on is the first training examples.)
     let split = found.held.map(|held| {
         let mut is_held = vec![false; n];
         held.iter().for_each(|&h| is_held[h] = true);
-        ((0..n).filter(|&i| !is_held[i]).collect(), held)
+        let mut train: Vec<usize> = (0..n).filter(|&i| !is_held[i]).collect();
+        let mut state = options.seed ^ 0x2545_F491_4F6C_DD1D;
+        super::shuffle(&mut train, &mut state);
+        (train, held)
     });
     let names: Vec<String> = found.files.iter().map(|f| relative(dir, f)).collect();
     let mut notes = found.notes;
@@ -782,9 +864,18 @@ pub(super) fn load(paths: &[PathBuf], sig: &Signature, options: &DataOptions) ->
 /// The hash of an image folder's contents: every file's path below it and
 /// bytes (renamed or edited images are other data).
 pub fn folder_hash(dir: &Path) -> std::io::Result<String> {
-    let mut files = Vec::new();
-    let mut others = Vec::new();
-    walk(dir, 0, &mut files, &mut others).map_err(|e| std::io::Error::other(e.to_string()))?;
+    // The images a run reads (an unlabelled test/ beside train/, which it
+    // does not, may gain files); else, a folder to predict from, all.
+    let reading = DataOptions { starting: true, ..DataOptions::default() };
+    let files = match find(dir, &reading, None, None) {
+        Ok(found) => found.files,
+        Err(_) => {
+            let (mut files, mut others) = (Vec::new(), Vec::new());
+            walk(dir, 0, &mut files, &mut others).map_err(|e| std::io::Error::other(e.to_string()))?;
+            files.sort();
+            files
+        }
+    };
     let mut listing = String::new();
     for f in &files {
         let hash = aicf_runtime::artifact::file_hash(f)
@@ -840,7 +931,7 @@ mod tests {
         for class in ["0", "1", "2", "10"] {
             gray(&dir.join(class).join("a.png"), 0);
         }
-        let found = find(&dir, &starting(), None).expect("a folder of classes");
+        let found = find(&dir, &starting(), None, None).expect("a folder of classes");
         // (ImageFolder's order would make folder 10 class 2.)
         assert_eq!(found.classes, ["0", "1", "2", "10"]);
         let label_of =
@@ -848,7 +939,7 @@ mod tests {
         assert_eq!((label_of("2"), label_of("10")), (2, 3));
         // A checkpoint's classes decide, by name, whatever the folder holds.
         let trained = ["10".to_string(), "2".to_string(), "1".to_string(), "0".to_string()];
-        let found = find(&dir, &DataOptions::default(), Some(&trained)).expect("the checkpoint's classes");
+        let found = find(&dir, &DataOptions::default(), Some(&trained), None).expect("the checkpoint's classes");
         let label_of =
             |name: &str| found.labels[found.files.iter().position(|f| f.starts_with(dir.join(name))).unwrap()];
         assert_eq!((label_of("10"), label_of("0")), (0, 3));
@@ -868,7 +959,7 @@ mod tests {
         // A hidden folder and a file that is no image are not read.
         gray(&dir.join("train/.ipynb_checkpoints/x.png"), 0);
         std::fs::write(dir.join("train/cat/notes.txt"), "x").expect("a note");
-        let found = find(&dir, &starting(), None).expect("train/ and val/");
+        let found = find(&dir, &starting(), None, None).expect("train/ and val/");
         assert_eq!(found.classes, ["cat", "dog"]);
         assert_eq!(found.files.len(), 10);
         let held = found.held.clone().expect("val/ held out");
@@ -876,11 +967,11 @@ mod tests {
         assert!(held.iter().all(|&h| found.files[h].starts_with(dir.join("val"))), "{:?}", found.files);
         assert!(found.notes.iter().any(|n| n.contains("1 file is not read")), "{:?}", found.notes);
         // Nothing held out: val/ trains too.
-        let all = find(&dir, &DataOptions { val_split: 0.0, ..starting() }, None).expect("all of it");
+        let all = find(&dir, &DataOptions { val_split: 0.0, ..starting() }, None, None).expect("all of it");
         assert_eq!((all.files.len(), all.held), (10, None));
         // A class in val/ that train/ lacks is named.
         gray(&dir.join("val/bird/0.png"), 0);
-        let e = find(&dir, &starting(), None).err().expect("an unknown class").to_string();
+        let e = find(&dir, &starting(), None, None).err().expect("an unknown class").to_string();
         assert!(e.contains("the folder 'bird' is not among the classes of train/"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
     }
@@ -894,21 +985,63 @@ mod tests {
             gray(&dir.join(part).join(class).join("0.png"), 0);
         }
         gray(&dir.join("test/x.png"), 0);
-        let found = find(&dir, &starting(), None).expect("Training/ and Testing/");
+        let found = find(&dir, &starting(), None, None).expect("Training/ and Testing/");
         assert_eq!((found.classes.len(), found.held.as_ref().map(Vec::len)), (2, Some(1)));
         assert!(found.notes.iter().any(|n| n.contains("test/ holds 1 image and no class folders: not read")));
         // Without Testing/: --val-split's fraction of Training/, said.
         std::fs::remove_dir_all(dir.join("Testing")).expect("removed");
-        let found = find(&dir, &starting(), None).expect("Training/ alone");
+        let found = find(&dir, &starting(), None, None).expect("Training/ alone");
         assert_eq!((found.files.len(), found.held), (2, None));
         assert!(found.notes.iter().any(|n| n.contains("--val-split's fraction")), "{:?}", found.notes);
-        // Folders of classes under names that are no split's: refused, not
-        // trained on as two classes.
-        std::fs::rename(dir.join("Training"), dir.join("part1")).expect("renamed");
+        // Folders of classes under names that say split (Intel's
+        // seg_train/, seg_test/): refused, not trained on as two classes.
+        std::fs::rename(dir.join("Training"), dir.join("seg_train")).expect("renamed");
         std::fs::remove_dir_all(dir.join("test")).expect("removed");
-        gray(&dir.join("part2/a/0.png"), 0);
-        let e = find(&dir, &starting(), None).err().expect("a split of other names").to_string();
-        assert!(e.contains("part1/, part2/ hold no images of their own, only folders (a, b): a split?"), "{e}");
+        gray(&dir.join("seg_test/a/0.png"), 0);
+        let e = find(&dir, &starting(), None, None).err().expect("a split of other names").to_string();
+        assert!(e.contains("seg_test/, seg_train/ hold no images of their own, only folders (a): a split?"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn classes_that_keep_their_images_in_folders_are_classes() {
+        // Tiny ImageNet: each class's images in its images/ folder.
+        let dir = folder("tiny");
+        for class in ["n01", "n02"] {
+            gray(&dir.join(class).join("images/0.png"), 0);
+        }
+        let found = find(&dir, &starting(), None, None).expect("classes");
+        assert_eq!((found.classes.len(), found.notes.len()), (2, 0), "{:?}", found.notes);
+        // Classes of a shared structure (cat/day, cat/night, dog/...): read
+        // as classes, said (they may be a split under other names).
+        for class in ["n01", "n02"] {
+            gray(&dir.join(class).join("more/0.png"), 0);
+        }
+        let found = find(&dir, &starting(), None, None).expect("classes");
+        assert_eq!(found.classes, ["n01", "n02"]);
+        assert!(found.notes.iter().any(|n| n.contains("read as 2 classes; if they are a split")), "{:?}", found.notes);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn held_out_images_are_in_a_seeded_order_and_numbers_bounded() {
+        let dir = folder("order");
+        for class in ["0", "1", "2"] {
+            for i in 0..4 {
+                gray(&dir.join("train").join(class).join(format!("{i}.png")), 0);
+                gray(&dir.join("val").join(class).join(format!("{i}.png")), 0);
+            }
+        }
+        let found = find(&dir, &starting(), None, None).expect("a split");
+        let held = found.held.expect("val/");
+        let labels: Vec<usize> = held.iter().map(|&h| found.labels[h]).collect();
+        assert_ne!(labels, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2], "class by class");
+        // A checkpoint of numbered labels reads folder 12 as class 12, which
+        // a model of 10 classes has not.
+        gray(&dir.join("train/12/0.png"), 0);
+        let scoring = DataOptions { starting: false, ..DataOptions::default() };
+        let e = find(&dir, &scoring, None, Some(10)).err().expect("class 12 of 10").to_string();
+        assert!(e.contains("the folder '12' is class 12, and the model's output has 10 classes"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
     }
 
@@ -918,7 +1051,7 @@ mod tests {
         gray(&dir.join("a/0.png"), 0);
         #[cfg(unix)]
         std::os::unix::fs::symlink(dir.join("nowhere.png"), dir.join("a/link.png")).expect("a link");
-        let e = find(&dir, &starting(), None).err().expect("a dangling link").to_string();
+        let e = find(&dir, &starting(), None, None).err().expect("a dangling link").to_string();
         assert!(e.contains("link.png") && e.contains("a link to a file that is not there"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
     }
