@@ -716,6 +716,10 @@ pub struct DataOptions {
     /// Images: flip and crop each training example at random, each step
     /// (`aicf train --augment`).
     pub augment: augment::Augment,
+    /// Tables: the header's column that is the label (`aicf train
+    /// --label`), wherever it is; the rest are the features, in order.
+    /// Recorded in checkpoints ([`LABEL_KEY`]).
+    pub label: Option<String>,
 }
 
 /// Per-feature mean and standard deviation of a data input's values over
@@ -821,6 +825,7 @@ impl Default for DataOptions {
             predicting: false,
             starting: false,
             augment: augment::Augment::default(),
+            label: None,
         }
     }
 }
@@ -1858,12 +1863,16 @@ const MOST_CELLS: usize = 1 << 24;
 /// `Some(Some(i))`). `expect`: the cells a row must have where a model says
 /// so, checked on each line as it is read, before the parser holds it
 /// ([`WidthGuard`]). The file is parsed as it is read, never held whole.
+/// `label`: the header's column read as the label (`--label`), moved last
+/// in every row; where it `may_lack` it (features to predict from), a
+/// header without it is read as it is.
 fn parse_table(
     path: &Path,
     class_labels: Option<Option<i64>>,
     expect: Option<(usize, &dyn Fn(usize) -> String)>,
     unread_label: Option<usize>,
     named: Named<'_>,
+    label: Option<(&str, bool)>,
 ) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>, Header)> {
     let name = path.display().to_string();
     // Commas in quotes count too: only a row far wider is refused there.
@@ -1912,6 +1921,9 @@ fn parse_table(
     // order first seen (sorted at the end), or the checkpoint's.
     let mut names_seen: Vec<String> = Vec::new();
     let mut by_name = false;
+    // The label's column (`--label`), found in the first row; `None` after
+    // it where a table to predict from lacks it.
+    let mut label_at: Option<Option<usize>> = None;
     loop {
         n += 1;
         match reader.read_record(&mut record) {
@@ -1933,10 +1945,46 @@ fn parse_table(
         }
         let line = record.position().map_or(n as u64, |p| p.line());
         let at = |message: String| bad(format!("{name}:{line}: {message}"));
+        let blank = record.len() == 1 && record.iter().all(|c| c.trim().is_empty());
+        // --label: its column, found by name in the header, goes last.
+        if let Some((want, may_lack)) = label
+            && !blank
+        {
+            if label_at.is_none() {
+                let cells: Vec<&str> = record.iter().map(str::trim).collect();
+                let k = cells.iter().position(|c| *c == want).or_else(|| {
+                    let alike: Vec<usize> = (0..cells.len()).filter(|&i| cells[i].eq_ignore_ascii_case(want)).collect();
+                    (alike.len() == 1).then(|| alike[0])
+                });
+                if k.is_none() && !may_lack {
+                    let shown: Vec<String> = cells.iter().take(8).map(|c| format!("'{c}'")).collect();
+                    return Err(at(format!(
+                        "--label {want}: no column of that name in the first row ({}{}); --label names a column of \
+                         the header row",
+                        shown.join(", "),
+                        if cells.len() > 8 { ", ..." } else { "" }
+                    )));
+                }
+                label_at = Some(k);
+            }
+            if let Some(Some(k)) = label_at
+                && k + 1 < record.len()
+            {
+                let mut moved = csv::StringRecord::with_capacity(record.as_slice().len(), record.len());
+                for (i, c) in record.iter().enumerate() {
+                    if i != k {
+                        moved.push_field(c);
+                    }
+                }
+                moved.push_field(&record[k]);
+                moved.set_position(record.position().cloned());
+                record = moved;
+            }
+        }
         let record = &record;
         // A line of blanks is skipped; a row of empty cells (`,,,`) is a row
         // with nothing in it, named below.
-        if record.len() == 1 && record.iter().all(|c| c.trim().is_empty()) {
+        if blank {
             continue;
         }
         // A first row of names, none a number, is a header: skipped, and
@@ -2285,7 +2333,7 @@ pub struct Peek {
 
 /// Reads `path` (a `.csv`, `.csv.gz`, `.txt` or `.txt.gz`) for its task
 /// and shapes.
-pub fn peek(path: &Path) -> Result<Peek> {
+pub fn peek(path: &Path, label: Option<&str>) -> Result<Peek> {
     let name = path.display().to_string();
     let lower = name.to_lowercase();
     if is_text(path) {
@@ -2312,7 +2360,8 @@ pub fn peek(path: &Path) -> Result<Peek> {
     if !(lower.ends_with(".csv") || lower.ends_with(".csv.gz")) {
         return Err(bad(format!("{name}: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)")));
     }
-    let (_, labels, width, lines, Header { class_names, .. }) = parse_table(path, None, None, None, Named::Any)?;
+    let (_, labels, width, lines, Header { class_names, .. }) =
+        parse_table(path, None, None, None, Named::Any, label.map(|l| (l, false)))?;
     if labels.is_empty() {
         return Err(bad(format!("{name}: no rows")));
     }
@@ -2473,8 +2522,10 @@ fn table_of(
         (None, true) if options.starting => Named::Any,
         _ => Named::No,
     };
+    // (A table to predict from may hold the features alone.)
+    let label = options.label.as_deref().map(|l| (l, predicting));
     let (mut features, mut labels, mut width, lines, Header { names: header, numbered_first, class_names, separator }) =
-        parse_table(path, class_labels, Some((per + 1, &refusal)), unread_label, named)?;
+        parse_table(path, class_labels, Some((per + 1, &refusal)), unread_label, named, label)?;
     let rows = labels.len();
     if rows == 0 {
         return Err(bad(format!("{name}: no rows")));
@@ -2531,6 +2582,9 @@ fn table_of(
         .map(|names| (COLUMNS_KEY.to_string(), serde_json::to_string(names).unwrap_or_default()))
         .into_iter()
         .collect();
+    if let (Some(l), false) = (&options.label, predicting) {
+        column_names.push((LABEL_KEY.to_string(), l.clone()));
+    }
     // Classes by name: recorded (predictions write them, an evaluation or
     // resume reads labels by them), and said where the run starts.
     if let Some(classes) = &class_names {
@@ -2781,6 +2835,10 @@ fn table_of(
 /// (`--standardize-targets`): the model predicts `(y - mean) / std`.
 pub const TARGETS_KEY: &str = "target_standardize";
 
+/// Checkpoint metadata: the column a table's label was read from
+/// (`--label`): eval, predict and a resume read the table so.
+pub const LABEL_KEY: &str = "label_column";
+
 /// Checkpoint metadata: the names of the classes of a table whose labels
 /// were names (`setosa`, `yes`), in class order, as a JSON list.
 pub const CLASSES_KEY: &str = "class_names";
@@ -2867,8 +2925,8 @@ fn label_elsewhere(name: &str, names: &[String]) -> Option<String> {
     }
     let (i, found) = names.iter().enumerate().find(|(_, n)| is_label(n))?;
     Some(format!(
-        "{name}: column {} is named '{found}', yet a table's label is its last column ('{last}' here): move the label \
-         last, or this model learns to predict '{last}'",
+        "{name}: column {} is named '{found}', yet a table's label is its last column ('{last}' here): give --label \
+         '{found}' (or move it last), or this model learns to predict '{last}'",
         i + 1
     ))
 }

@@ -102,6 +102,7 @@ pub fn evaluate_checkpoint(
         columns: meta.get(super::data::COLUMNS_KEY).cloned(),
         class_names: meta.get(super::data::CLASSES_KEY).cloned(),
         target_stats: meta.get(super::data::TARGETS_KEY).cloned(),
+        label: meta.get(super::data::LABEL_KEY).cloned(),
         whole_text: text && !held,
         ..DataOptions::default()
     };

@@ -154,6 +154,7 @@ pub fn predict(
         columns: meta.get(super::data::COLUMNS_KEY).cloned(),
         class_names: meta.get(super::data::CLASSES_KEY).cloned(),
         target_stats: meta.get(super::data::TARGETS_KEY).cloned(),
+        label: meta.get(super::data::LABEL_KEY).cloned(),
         predicting: true,
         ..DataOptions::default()
     };

@@ -317,8 +317,13 @@ impl Shape {
 /// the registry records ([`Problem`]), and the signature every structure
 /// built for it has (the data was loaded for it: a model of this signature
 /// feeds from this data).
-pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem, Signature, Option<String>)> {
-    let peeked = super::data::peek(path)?;
+/// `label`: a table's label column by name (`--label`), else its last.
+pub fn describe(
+    path: &Path,
+    task: Option<&str>,
+    label: Option<&str>,
+) -> Result<(Shape, Problem, Signature, Option<String>)> {
+    let peeked = super::data::peek(path, label)?;
     let mut shape = Shape::of_peek(&peeked);
     let mut note = peeked.note;
     match (task, shape.task.as_str()) {
@@ -353,8 +358,8 @@ pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem, Sign
     let module = Structure::default_for(&shape.task).build(&shape)?;
     let sig = Signature::of_source(&module.text, "proposal")?;
     // (Read as a run that starts reads it: labels may be names.)
-    let dataset =
-        Dataset::load(&[path.to_path_buf()], &sig, &DataOptions { starting: true, ..DataOptions::default() })?;
+    let reading = DataOptions { starting: true, label: label.map(String::from), ..DataOptions::default() };
+    let dataset = Dataset::load(&[path.to_path_buf()], &sig, &reading)?;
     let mut problem = dataset.problem(&super::run::data_name(&[path.to_path_buf()]), &sig);
     problem.data_hash = Some(super::run::data_record(&[path.to_path_buf()])?);
     Ok((shape, problem, sig, note))

@@ -1475,6 +1475,22 @@ fn fit_run(
             path.display()
         )));
     }
+    // And its label's column (a resume need not repeat --label; another is
+    // another task).
+    if let (Some((path, meta)), Some(given)) = (&resume, &run.data.label)
+        && meta.get(super::data::LABEL_KEY) != Some(given)
+        && !run.override_resume
+    {
+        let trained = match meta.get(super::data::LABEL_KEY) {
+            Some(l) => format!("column '{l}'"),
+            None => "its table's last column".to_string(),
+        };
+        return Err(TrainError::Input(format!(
+            "--label {given}: {} trained to predict {trained}; another label is another task (drop it, or start a \
+             new run)",
+            path.display()
+        )));
+    }
     // And a table's scale: the one its run divided by (a --feature-scale
     // given there need not be given again).
     let recorded_scale = match &resume {
@@ -1497,6 +1513,12 @@ fn fit_run(
         feature_stats: feature_stats.or(run.data.feature_stats.clone()),
         columns: resume.as_ref().and_then(|(_, meta)| meta.get(super::data::COLUMNS_KEY).cloned()),
         class_names: resume.as_ref().and_then(|(_, meta)| meta.get(super::data::CLASSES_KEY).cloned()),
+        // A resume reads the label from the column its run did.
+        label: run
+            .data
+            .label
+            .clone()
+            .or_else(|| resume.as_ref().and_then(|(_, m)| m.get(super::data::LABEL_KEY).cloned())),
         target_stats: resume.as_ref().and_then(|(_, meta)| meta.get(super::data::TARGETS_KEY).cloned()),
         feature_scale: run.data.feature_scale.or(recorded_scale),
         starting: resume.is_none(),

@@ -42,11 +42,35 @@
 // A label column that is not last is said.
 // RUN: awk -F, -v OFS=, '{print $4, $1, $2, $3}' %t/train.csv > %t/label-first.csv
 // RUN: not aicf train %t/m.mlir --data %t/label-first.csv --epochs 1 --no-runs-db --no-progress --out %t/l 2>&1 | FileCheck %s --check-prefix=FIRST
-// FIRST: error: {{.*}}label-first.csv:2: the label {{.*}} is not a class index{{.*}} (column 1 is named 'label', yet a table's label is its last column ('c' here): move the label last
+// FIRST: error: {{.*}}label-first.csv:2: the label {{.*}} is not a class index{{.*}} (column 1 is named 'label', yet a table's label is its last column ('c' here): give --label 'label' (or move it last)
 // Where the last column reads as classes too, it is a note.
 // RUN: awk -F, -v OFS=, 'NR == 1 {print "target", $1, $2, "rooms"; next} {print $4, $1, $2, (NR %% 2)}' %t/train.csv > %t/rooms.csv
 // RUN: aicf train %t/m.mlir --data %t/rooms.csv --epochs 1 --no-runs-db --no-progress --out %t/r 2>&1 | FileCheck %s --check-prefix=ROOMS
-// ROOMS: note: {{.*}}rooms.csv: column 1 is named 'target', yet a table's label is its last column ('rooms' here): move the label last, or this model learns to predict 'rooms'
+// ROOMS: note: {{.*}}rooms.csv: column 1 is named 'target', yet a table's label is its last column ('rooms' here): give --label 'target' (or move it last), or this model learns to predict 'rooms'
+//
+// --label names the label's column wherever it is: the run learns what the
+// table with the label last learns (the same bits), records the column, and
+// eval, predict (features alone, or with the label anywhere) and a resume
+// read tables so; another label on a resume is refused, as is a name the
+// header lacks. Propose reads it too.
+// RUN: aicf train %t/m.mlir --data %t/label-first.csv --label label --epochs 2 --no-runs-db --no-progress --out %t/lf --checkpoint-dir %t/lf/ck > /dev/null
+// RUN: python3 %S/inputs/same_tensors.py %t/lf/ck/last.safetensors %t/ck/last.safetensors | FileCheck %s --check-prefix=SAMEBITS
+// SAMEBITS: 0 of {{[0-9]+}} tensors differ
+// RUN: aicf eval %t/m.mlir --checkpoint %t/lf/ck --data %t/label-first.csv --out %t/e | FileCheck %s --check-prefix=LEVAL
+// LEVAL: accuracy {{[0-9.]+}}% on 40 held-out rows
+// RUN: aicf predict %t/m.mlir --checkpoint %t/lf/ck --data %t/label-first.csv --out %t/p > %t/p-first.csv
+// RUN: aicf predict %t/m.mlir --checkpoint %t/lf/ck --data %t/features.csv --out %t/p > %t/p-alone.csv
+// RUN: aicf predict %t/m.mlir --checkpoint %t/ck --data %t/features.csv --out %t/p > %t/p-last.csv
+// RUN: cmp %t/p-first.csv %t/p-alone.csv
+// RUN: cmp %t/p-first.csv %t/p-last.csv
+// RUN: not aicf train %t/m.mlir --data %t/label-first.csv --label a --epochs 3 --no-runs-db --no-progress --out %t/lf --checkpoint-dir %t/lf/ck --resume 2>&1 | FileCheck %s --check-prefix=OTHERLABEL
+// OTHERLABEL: error: --label a: {{.*}}last.safetensors trained to predict column 'label'; another label is another task
+// RUN: aicf train %t/m.mlir --data %t/label-first.csv --epochs 3 --no-runs-db --no-progress --out %t/lf --checkpoint-dir %t/lf/ck --resume 2>&1 | FileCheck %s --check-prefix=LRESUME
+// LRESUME: final held-out accuracy
+// RUN: not aicf train %t/m.mlir --data %t/label-first.csv --label Label2 --epochs 1 --no-runs-db --out %t/x 2>&1 | FileCheck %s --check-prefix=NOLABEL
+// NOLABEL: error: {{.*}}label-first.csv:1: --label Label2: no column of that name in the first row ('label', 'a', 'b', 'c')
+// RUN: aicf propose --data %t/label-first.csv --label label --structure "mlp 8" -o %t/lp.mlir --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=LPROPOSE
+// LPROPOSE-NOT: error
 //
 // Upper-case .CSV.GZ is decompressed.
 // RUN: gzip -c %t/train.csv > %t/UPPER.CSV.GZ

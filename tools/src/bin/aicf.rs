@@ -444,6 +444,12 @@ enum Command {
         /// same).
         #[arg(long, value_name = "flip,crop=P", value_parser = aicf_compiler::train::data::augment::Augment::parse)]
         augment: Option<aicf_compiler::train::data::augment::Augment>,
+        /// Tables: the label is this column of the header row (Kaggle's
+        /// `Survived`, `SalePrice`), wherever it is; the others are the
+        /// features, in order. Without it, the last column. Recorded in
+        /// checkpoints: eval, predict and a resume read tables so.
+        #[arg(long, value_name = "COLUMN")]
+        label: Option<String>,
         /// Tables: divide the features by this instead of the training
         /// rows' largest magnitude (1: as the file holds them, as a model's
         /// own pretrained weights may expect); recorded in checkpoints.
@@ -597,6 +603,10 @@ enum Command {
         /// The data: a CSV table (features, label last) or a text.
         #[arg(long)]
         data: PathBuf,
+        /// A table's label column, by its header's name, wherever it is
+        /// (as train's --label).
+        #[arg(long, value_name = "COLUMN")]
+        label: Option<String>,
         /// The task where the file does not tell it (integer targets to
         /// regress: regression).
         #[arg(long, value_parser = ["classification", "regression", "text"])]
@@ -1197,6 +1207,7 @@ fn main() {
             standardize,
             standardize_targets,
             augment,
+            label,
             feature_scale,
             windows_per_epoch,
             eval_windows,
@@ -1541,6 +1552,7 @@ fn main() {
                     target_stats: None,
                     predicting: false,
                     augment: augment.unwrap_or_default(),
+                    label,
                     // (Said by the run, which knows whether it resumes.)
                     starting: false,
                 },
@@ -1618,20 +1630,31 @@ fn main() {
         }
         Command::Runs { what, runs_db } => runs(what, runs_db),
         Command::Cache { what } => cache(what),
-        Command::Propose { data, task, budget, structure, neighbours, next, output, policy, json, runs_db, force } => {
-            propose(
-                &data,
-                task.as_deref(),
-                budget,
-                structure.as_deref(),
-                neighbours,
-                next,
-                (&output, force),
-                policy,
-                json,
-                runs_db,
-            )
-        }
+        Command::Propose {
+            data,
+            label,
+            task,
+            budget,
+            structure,
+            neighbours,
+            next,
+            output,
+            policy,
+            json,
+            runs_db,
+            force,
+        } => propose(
+            (&data, label.as_deref()),
+            task.as_deref(),
+            budget,
+            structure.as_deref(),
+            neighbours,
+            next,
+            (&output, force),
+            policy,
+            json,
+            runs_db,
+        ),
         Command::Bench { nproc: Some(n), .. } => Err(format!(
             "--nproc {n}: bench times one process's step; a data-parallel step's, all-reduces included, is timed \
              under mpirun: mpirun -n {} aicf bench MODEL --data-parallel (--profile shows the all-reduce's wait)",
@@ -5654,7 +5677,7 @@ fn start_and_end(
 /// `aicf propose`.
 #[allow(clippy::too_many_arguments)]
 fn propose(
-    data: &Path,
+    (data, label): (&Path, Option<&str>),
     task: Option<&str>,
     budget: Option<f64>,
     structure: Option<&str>,
@@ -5756,7 +5779,7 @@ fn propose(
     if structure.is_some() && policy.is_some() {
         return Err("--policy: a --structure proposal derives no policy (it reads no past runs)".into());
     }
-    let (shape, problem, sig, note) = propose::describe(data, task).map_err(|e| e.to_string())?;
+    let (shape, problem, sig, note) = propose::describe(data, task, label).map_err(|e| e.to_string())?;
     if let Some(note) = note {
         eprintln!("note: {note}");
     }
