@@ -1331,6 +1331,7 @@ fn image_folder(paths: &[PathBuf], sig: &Signature, options: &DataOptions) -> Re
             }
             None => vec![0.0; per],
         };
+        dataset.notes.extend(options.augment.caution(&name, loaded.shape));
         dataset.augment = Some(Augmenting { how: options.augment, form: loaded.shape, column: 0, fill });
     }
     if let Kind::Rows(rows) = &dataset.kind
@@ -1449,7 +1450,9 @@ impl Dataset {
             dataset.metadata.insert(VALUES_KEY.into(), d);
         }
         if !options.augment.is_none() {
-            dataset.augment = Some(augmented_input(&name, is_table(first), &dataset, sig, options.augment)?);
+            let augmenting = augmented_input(&name, is_table(first), &dataset, sig, options.augment)?;
+            dataset.notes.extend(options.augment.caution(&name, augmenting.form));
+            dataset.augment = Some(augmenting);
         }
         Ok(dataset)
     }
@@ -1924,6 +1927,7 @@ fn parse_table(
     // The label's column (`--label`), found in the first row; `None` after
     // it where a table to predict from lacks it.
     let mut label_at: Option<Option<usize>> = None;
+    let label_given = label.is_some();
     loop {
         n += 1;
         match reader.read_record(&mut record) {
@@ -1952,6 +1956,16 @@ fn parse_table(
         {
             if label_at.is_none() {
                 let cells: Vec<&str> = record.iter().map(str::trim).collect();
+                let same: Vec<usize> = (0..cells.len()).filter(|&i| cells[i] == want).collect();
+                if let [first, second, ..] = same[..] {
+                    return Err(at(format!(
+                        "--label {want}: {} columns of that name (columns {} and {}{}): name the columns apart",
+                        same.len(),
+                        first + 1,
+                        second + 1,
+                        if same.len() > 2 { ", ..." } else { "" }
+                    )));
+                }
                 let k = cells.iter().position(|c| *c == want).or_else(|| {
                     let alike: Vec<usize> = (0..cells.len()).filter(|&i| cells[i].eq_ignore_ascii_case(want)).collect();
                     (alike.len() == 1).then(|| alike[0])
@@ -2173,6 +2187,7 @@ fn parse_table(
             // A column named as the label elsewhere is the likelier cause.
             let elsewhere = header
                 .as_deref()
+                .filter(|_| !label_given)
                 .and_then(|names| label_elsewhere(&name, names))
                 .map(|n| format!(" ({})", n.trim_start_matches(&format!("{name}: "))))
                 .unwrap_or_default();
@@ -2582,8 +2597,10 @@ fn table_of(
         .map(|names| (COLUMNS_KEY.to_string(), serde_json::to_string(names).unwrap_or_default()))
         .into_iter()
         .collect();
+    // (As the header spells it: --label survived found 'Survived'.)
     if let (Some(l), false) = (&options.label, predicting) {
-        column_names.push((LABEL_KEY.to_string(), l.clone()));
+        let spelled = header.as_ref().and_then(|names| names.last()).cloned().unwrap_or_else(|| l.clone());
+        column_names.push((LABEL_KEY.to_string(), spelled));
     }
     // Classes by name: recorded (predictions write them, an evaluation or
     // resume reads labels by them), and said where the run starts.
@@ -2599,7 +2616,10 @@ fn table_of(
         }
     }
     let counts = |from: f64| (0..rows).all(|r| features[r * width] == r as f64 + from);
-    if predicting && has_label && !alone && rows >= 3 && width > 1 && (counts(0.0) || counts(1.0)) {
+    // (Not where the checkpoint's columns were checked above: its run
+    // trained on that column as a feature, and said so then.)
+    let checked = options.columns.is_some() && header.is_some();
+    if predicting && has_label && !alone && !checked && rows >= 3 && width > 1 && (counts(0.0) || counts(1.0)) {
         notes.push(format!(
             "{name}: column 1 counts the rows ({}, {}, {}, ...): an index column? It is read as the first feature, and \
              the last column as a label (not read); write the table with to_csv(index=False)",
@@ -4384,7 +4404,7 @@ mod tests {
     fn a_byte_order_mark_is_not_text() {
         let path = std::env::temp_dir().join(format!("aicf-bom-{}.txt", std::process::id()));
         std::fs::write(&path, [&[0xef, 0xbb, 0xbf][..], "abc".repeat(100).as_bytes()].concat()).unwrap();
-        let peeked = super::peek(&path);
+        let peeked = super::peek(&path, None);
         let _ = std::fs::remove_file(&path);
         let peeked = peeked.unwrap();
         assert_eq!((peeked.outputs, peeked.rows), (3, 300));

@@ -1475,10 +1475,18 @@ fn fit_run(
             path.display()
         )));
     }
+    if let Some(l) = &run.data.label
+        && let Some(other) = data.iter().find(|p| !super::data::is_table(p))
+    {
+        return Err(TrainError::Input(format!(
+            "--label {l}: names a column of a table's header (a CSV); {} is no table",
+            other.display()
+        )));
+    }
     // And its label's column (a resume need not repeat --label; another is
     // another task).
     if let (Some((path, meta)), Some(given)) = (&resume, &run.data.label)
-        && meta.get(super::data::LABEL_KEY) != Some(given)
+        && !meta.get(super::data::LABEL_KEY).is_some_and(|l| l.eq_ignore_ascii_case(given))
         && !run.override_resume
     {
         let trained = match meta.get(super::data::LABEL_KEY) {

@@ -47,5 +47,8 @@
 // RUN: python3 %S/inputs/csv-to-npy.py %t/digits.csv %t/flat.npy 0 63 16
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/flat.npy --data %t/y.npy --augment flip --epochs 1 --no-runs-db --out %t/flat 2>&1 | FileCheck %s --check-prefix=FLAT
 // FLAT: error: {{.*}}flat.npy: --augment flip: the model's input #0 is [32, 64] f32, no image
+// A crop of half the side or more is said.
+// RUN: aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/digits --augment crop=4 --epochs 1 --no-runs-db --no-progress --out %t/wide 2>&1 | FileCheck %s --check-prefix=WIDE
+// WIDE: note: {{.*}}digits: --augment crop=4 on 8x8 images: a crop may be mostly padding
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/digits --augment crop --epochs 1 --no-runs-db --out %t/bad 2>&1 | FileCheck %s --check-prefix=PARSE
 // PARSE: crop needs its padding, crop=P

@@ -71,7 +71,7 @@
 // KAGGLE: note: {{.*}}kaggle: standardized per channel, as torchvision's Normalize(mean, std): mean ({{[0-9.]+}}, {{[0-9.]+}}, 0.0000), std ({{[0-9.]+}}, {{[0-9.]+}}, 1.0000) of the training images
 // RUN: mv %t/kaggle/Training %t/kaggle/seg_train && mv %t/kaggle/Testing %t/kaggle/seg_test && rm -r %t/kaggle/test
 // RUN: not aicf train %t/rgb-mlp.mlir --data %t/kaggle --epochs 1 --no-runs-db --out %t/rgb 2>&1 | FileCheck %s --check-prefix=UNNAMED
-// UNNAMED: error: {{.*}}kaggle: seg_test/, seg_train/ hold no images of their own, only folders (0, 1, 2, 3, ...): a split?
+// UNNAMED: error: {{.*}}kaggle: seg_test/, seg_train/ hold no images of their own, only folders (0, 1, 2, 3, ...): a split? {{.*}}; or give the training one alone, --data {{.*}}kaggle/seg_train
 // RUN: not aicf train %t/rgb-mlp.mlir --data %t/split --feature-scale 2 --epochs 1 --no-runs-db --out %t/rgb 2>&1 | FileCheck %s --check-prefix=SCALE
 // SCALE: error: --feature-scale divides a table's features; the images of {{.*}}split are read as pixels / 255 (0 to 1)
 // RUN: python3 %S/inputs/make_images.py %S/../../../data/digits.csv.gz %t/big --rgb --scale 3 --per-class 4

@@ -70,7 +70,17 @@
 // RUN: not aicf train %t/m.mlir --data %t/label-first.csv --label Label2 --epochs 1 --no-runs-db --out %t/x 2>&1 | FileCheck %s --check-prefix=NOLABEL
 // NOLABEL: error: {{.*}}label-first.csv:1: --label Label2: no column of that name in the first row ('label', 'a', 'b', 'c')
 // RUN: aicf propose --data %t/label-first.csv --label label --structure "mlp 8" -o %t/lp.mlir --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=LPROPOSE
-// LPROPOSE-NOT: error
+// LPROPOSE: wrote {{.*}}lp.mlir (mlp 8,
+// The header's spelling is recorded (--label LABEL found 'label'; a resume
+// naming it either way goes on); two columns of the name are refused; a
+// data set that is no table has no columns to name.
+// RUN: aicf train %t/m.mlir --data %t/label-first.csv --label LABEL --epochs 1 --no-runs-db --no-progress --out %t/lc --checkpoint-dir %t/lc/ck > /dev/null
+// RUN: aicf train %t/m.mlir --data %t/label-first.csv --label label --epochs 2 --no-runs-db --no-progress --out %t/lc --checkpoint-dir %t/lc/ck --resume 2>&1 | FileCheck %s --check-prefix=LRESUME
+// RUN: awk -F, -v OFS=, 'NR == 1 {$2 = "label"} {print}' %t/label-first.csv > %t/two-labels.csv
+// RUN: not aicf train %t/m.mlir --data %t/two-labels.csv --label label --epochs 1 --no-runs-db --out %t/x 2>&1 | FileCheck %s --check-prefix=TWO
+// TWO: error: {{.*}}two-labels.csv:1: --label label: 2 columns of that name (columns 1 and 2): name the columns apart
+// RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --label label --epochs 1 --no-runs-db --out %t/x 2>&1 | FileCheck %s --check-prefix=NOTABLE
+// NOTABLE: error: --label label: names a column of a table's header (a CSV); {{.*}}tinyshakespeare.txt is no table
 //
 // Upper-case .CSV.GZ is decompressed.
 // RUN: gzip -c %t/train.csv > %t/UPPER.CSV.GZ

@@ -734,7 +734,7 @@ enum Command {
         #[command(flatten)]
         device: DeviceArgs,
         /// The rows to predict for: a table (the features, with or without
-        /// the label column after them), arrays (one .npy per data input,
+        /// the label column: last, or where the run's --label named it), arrays (one .npy per data input,
         /// or a .safetensors file), or images (a folder of them, at any
         /// depth, or image files; each CSV row starts with the image's
         /// path); targets given with them are not read.

@@ -376,12 +376,26 @@ fn nested(dir: &Path, folders: &[PathBuf]) -> Result<Option<Nested>> {
         if inner[0].len() > 4 { ", ..." } else { "" },
     );
     let names = format!("{}/ and the held-out one {}/", TRAIN_FOLDERS.join("/ or "), HELD_FOLDERS.join("/, "));
+    // The folder to give alone: the one named for training (Intel's
+    // seg_train/, not seg_pred/ of unlabelled images), through folders
+    // that hold one folder alone (seg_train/seg_train/).
+    let training = folders
+        .iter()
+        .find(|f| f.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().contains("train")))
+        .unwrap_or(&folders[0]);
+    let mut alone = training.clone();
+    for _ in 0..4 {
+        match entries(&alone)? {
+            (sub, files) if sub.len() == 1 && !files.iter().any(|p| is_image(p)) => alone = sub[0].clone(),
+            _ => break,
+        }
+    }
     Ok(Some(if split_word || one {
         Nested::Split(format!(
             "{what}: a split? Its folders would be read as classes: name the training one {names}; or give {}--data \
              {}",
             if folders.len() == 1 { "" } else { "the training one alone, " },
-            folders[0].display()
+            alone.display()
         ))
     } else {
         Nested::Maybe(format!(
@@ -527,7 +541,11 @@ fn find(dir: &Path, options: &DataOptions, trained: Option<&[String]>, outputs: 
                 } else {
                     format!("the classes of {}/", split_names.as_ref().map_or("train", |(t, _)| t.as_str()))
                 };
-                return Err(bad(format!("{name}: the folder '{class}' is not among {whose}: {}", classes.join(", "))));
+                let folder = match &split_names {
+                    Some((t, h)) => format!("{}/{class}", if k == 0 { t } else { h }),
+                    None => class.clone(),
+                };
+                return Err(bad(format!("{name}: the folder '{folder}' is not among {whose}: {}", classes.join(", "))));
             };
             if images.is_empty() {
                 let folder = match &split_names {
