@@ -990,7 +990,7 @@ mod tests {
         // A class in val/ that train/ lacks is named.
         gray(&dir.join("val/bird/0.png"), 0);
         let e = find(&dir, &starting(), None, None).err().expect("an unknown class").to_string();
-        assert!(e.contains("the folder 'bird' is not among the classes of train/"), "{e}");
+        assert!(e.contains("the folder 'val/bird' is not among the classes of train/"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
     }
 
