@@ -1341,17 +1341,24 @@ fn image_folder(paths: &[PathBuf], sig: &Signature, options: &DataOptions) -> Re
     }
     dataset.row_names = Some(loaded.names);
     if !options.predicting {
-        if let Some(m) = dataset.input_magnitude() {
-            dataset.metadata.insert(INPUT_MAGNITUDE_KEY.into(), m.to_string());
-        }
-        if let Some(d) = dataset.values_digest() {
-            dataset.metadata.insert(VALUES_KEY.into(), d);
-        }
+        dataset.record_values();
     }
     Ok(dataset)
 }
 
 impl Dataset {
+    /// Records in the metadata what a checkpoint keeps of the data a run
+    /// trains on: its inputs' magnitude ([`INPUT_MAGNITUDE_KEY`]) and the
+    /// digest of its values ([`VALUES_KEY`]).
+    fn record_values(&mut self) {
+        if let Some(m) = self.input_magnitude() {
+            self.metadata.insert(INPUT_MAGNITUDE_KEY.into(), m.to_string());
+        }
+        if let Some(d) = self.values_digest() {
+            self.metadata.insert(VALUES_KEY.into(), d);
+        }
+    }
+
     /// Loads `paths` for a model of signature `sig`, checking that every fed
     /// input fits.
     pub fn load(paths: &[PathBuf], sig: &Signature, options: &DataOptions) -> Result<Dataset> {
@@ -1439,15 +1446,8 @@ impl Dataset {
                 dataset.notes.extend(find_target_scale(&names, rows));
             }
         }
-        if !options.predicting
-            && let Some(m) = dataset.input_magnitude()
-        {
-            dataset.metadata.insert(INPUT_MAGNITUDE_KEY.into(), m.to_string());
-        }
-        if !options.predicting
-            && let Some(d) = dataset.values_digest()
-        {
-            dataset.metadata.insert(VALUES_KEY.into(), d);
+        if !options.predicting {
+            dataset.record_values();
         }
         if !options.augment.is_none() {
             let augmenting = augmented_input(&name, is_table(first), &dataset, sig, options.augment)?;

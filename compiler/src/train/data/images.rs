@@ -640,9 +640,10 @@ fn decode_all(root: &Path, files: &[PathBuf], form: Form) -> Result<(Vec<f64>, V
     aicf_runtime::host::check_memory(&format!("the images of {}", root.display()), bytes)
         .map_err(|e| bad(e.to_string()))?;
     let mut values = Vec::new();
-    values.try_reserve_exact(files.len() * per).map_err(|_| {
+    let too_many = || {
         bad(format!("{}: {} of {} do not fit in memory", root.display(), count(files.len(), "image", "images"), per))
-    })?;
+    };
+    values.try_reserve_exact(files.len().checked_mul(per).ok_or_else(too_many)?).map_err(|_| too_many())?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
     let chunk = files.len().div_ceil(threads).max(1);
     type Decoded = std::result::Result<(Vec<f32>, Option<(u32, u32)>, bool), String>;
@@ -939,6 +940,12 @@ mod tests {
         image::GrayImage::from_pixel(2, 2, image::Luma([level])).save(path).expect("png");
     }
 
+    /// The class of the image found in `dir`'s folder `name`.
+    fn label_of(found: &Found, dir: &Path, name: &str) -> usize {
+        let at = found.files.iter().position(|f| f.starts_with(dir.join(name))).expect("an image of the folder");
+        found.labels[at]
+    }
+
     fn starting() -> DataOptions {
         DataOptions { starting: true, ..DataOptions::default() }
     }
@@ -952,15 +959,11 @@ mod tests {
         let found = find(&dir, &starting(), None, None).expect("a folder of classes");
         // (ImageFolder's order would make folder 10 class 2.)
         assert_eq!(found.classes, ["0", "1", "2", "10"]);
-        let label_of =
-            |name: &str| found.labels[found.files.iter().position(|f| f.starts_with(dir.join(name))).unwrap()];
-        assert_eq!((label_of("2"), label_of("10")), (2, 3));
+        assert_eq!((label_of(&found, &dir, "2"), label_of(&found, &dir, "10")), (2, 3));
         // A checkpoint's classes decide, by name, whatever the folder holds.
         let trained = ["10".to_string(), "2".to_string(), "1".to_string(), "0".to_string()];
         let found = find(&dir, &DataOptions::default(), Some(&trained), None).expect("the checkpoint's classes");
-        let label_of =
-            |name: &str| found.labels[found.files.iter().position(|f| f.starts_with(dir.join(name))).unwrap()];
-        assert_eq!((label_of("10"), label_of("0")), (0, 3));
+        assert_eq!((label_of(&found, &dir, "10"), label_of(&found, &dir, "0")), (0, 3));
         std::fs::remove_dir_all(&dir).ok();
     }
 
